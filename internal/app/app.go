@@ -1,0 +1,186 @@
+// Package app wires hangar together: configuration, the Docker runtime,
+// providers, the gateway and its endpoints. cmd/hangar parses flags and
+// signals; tests and benchmarks embed an App directly.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-hangar/hangar/internal/backend"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// Options are the command-line level settings.
+type Options struct {
+	// Instance names this gateway on the engine (LabelOwner); containers
+	// of another instance are never touched.
+	Instance       string
+	AllowedOrigins []string
+	Log            *slog.Logger // nil: from the config's logging section, on stderr
+	LogOutput      io.Writer    // where a config-built logger writes; nil: stderr
+}
+
+// App is a running gateway.
+type App struct {
+	Config    *config.Config
+	Gateway   *gateway.Gateway
+	MCP       *server.MCPServer
+	Providers *provider.Manager
+	Runtime   *dockerrt.Runtime
+	Engine    *dockerrt.EngineState
+	Log       *slog.Logger
+
+	docker *client.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewLogger builds the slog logger the config asks for.
+func NewLogger(l config.Logging, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(l.Level))); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if l.JSONFormat {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// New builds the gateway from cfg: it connects to the Docker engine, removes
+// containers an earlier run of this instance left behind, and registers
+// every configured provider COLD.
+func New(cfg *config.Config, o Options) (*App, error) {
+	if o.Instance == "" {
+		o.Instance = "default"
+	}
+	log := o.Log
+	if log == nil {
+		w := o.LogOutput
+		if w == nil {
+			w = os.Stderr
+		}
+		log = NewLogger(cfg.Logging, w)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}}
+
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	a.docker = cli
+	a.Runtime = dockerrt.New(cli, o.Instance, log)
+
+	// A dead engine at start-up is not fatal: remote providers still work
+	// and the watcher reconnects when the engine comes back.
+	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+	if n, err := a.Runtime.Reap(rctx, nil); err != nil {
+		log.Warn("docker engine unavailable at start-up", "error", err)
+	} else if n > 0 {
+		log.Info("removed containers left by an earlier run", "count", n)
+	}
+	rcancel()
+
+	a.Providers = provider.NewManager(&backend.Launcher{Docker: a.Runtime}, provider.Options{
+		Log:    log,
+		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
+	})
+	for _, id := range sortedIDs(cfg) {
+		s := cfg.Servers[id]
+		if s.Mode == config.ModeGroup {
+			log.Error("groups are not served by this version; skipping", "mcp_server", id)
+			continue
+		}
+		a.Providers.Add(s)
+	}
+
+	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, log)
+	a.MCP = a.Gateway.MCPServer()
+
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.Runtime.WatchEvents(ctx, cli, a.Engine, a.reconcile)
+	}()
+	return a, nil
+}
+
+// reconcile runs after the engine comes back: containers that nothing
+// tracks any more are removed, so no orphan survives an engine restart.
+func (a *App) reconcile() {
+	ctx, cancel := context.WithTimeout(a.ctx, 15*time.Second)
+	defer cancel()
+	if n, err := a.Runtime.Reap(ctx, a.Providers.Tracks); err != nil {
+		a.Log.Warn("reconcile after reconnect", "error", err)
+	} else if n > 0 {
+		a.Log.Info("reconciled: removed untracked containers", "count", n)
+	}
+}
+
+func sortedIDs(cfg *config.Config) []string { return slices.Sorted(maps.Keys(cfg.Servers)) }
+
+// ServeHTTP serves the endpoint on ln until ctx ends, then drains: new
+// requests are refused, requests in flight get drainTimeout to finish.
+func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOptions, drainTimeout time.Duration) error {
+	ep := a.Gateway.HTTP(a.MCP, o)
+	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	_ = ep.Sessions().Shutdown(dctx)
+	if err := srv.Shutdown(dctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ServeStdio serves MCP on r/w until ctx ends or r reaches EOF.
+func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	s := server.NewStdioServer(a.MCP)
+	err := s.Listen(ctx, r, w)
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
+		return nil
+	}
+	return err
+}
+
+// Close stops every provider and removes every container this instance
+// created, then stops the background workers.
+func (a *App) Close(ctx context.Context) error {
+	err := a.Providers.StopAll(ctx, "shutdown")
+	if _, rerr := a.Runtime.Reap(ctx, nil); rerr != nil && err == nil {
+		err = rerr
+	}
+	a.cancel()
+	a.wg.Wait()
+	_ = a.docker.Close()
+	return err
+}

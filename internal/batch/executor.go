@@ -1,0 +1,251 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// Invoker calls one tool on one server (or group) by ID.
+type Invoker func(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+
+// Result of one call, as hangar_call reports it.
+type Result struct {
+	Index          int        `json:"index"`
+	CallID         string     `json:"call_id"`
+	Success        bool       `json:"success"`
+	Result         any        `json:"result"`
+	Error          *string    `json:"error"`
+	ErrorType      *string    `json:"error_type"`
+	ElapsedMs      float64    `json:"elapsed_ms"`
+	Truncated      bool       `json:"truncated,omitempty"`
+	ContinuationID string     `json:"continuation_id,omitempty"`
+	TotalSizeBytes int        `json:"total_size_bytes,omitempty"`
+	RetryMetadata  *RetryMeta `json:"retry_metadata,omitempty"`
+}
+
+// RetryMeta is present on results of calls that were allowed retries.
+type RetryMeta struct {
+	Attempts int `json:"attempts"`
+	Retries  int `json:"retries"`
+}
+
+// Response of hangar_call.
+type Response struct {
+	BatchID          string            `json:"batch_id"`
+	Success          bool              `json:"success"`
+	Total            int               `json:"total"`
+	Succeeded        int               `json:"succeeded"`
+	Failed           int               `json:"failed"`
+	ElapsedMs        float64           `json:"elapsed_ms"`
+	Results          []Result          `json:"results,omitempty"`
+	ValidationErrors []ValidationError `json:"validation_errors,omitempty"`
+}
+
+// Error types of results that are not provider errors.
+const (
+	ErrTypeCancelled = "cancelled"
+)
+
+// truncatedPreviewBytes is how much of a result is shown inline once the
+// batch as a whole is over its total size limit.
+const truncatedPreviewBytes = 1024
+
+// Executor runs batches.
+type Executor struct {
+	Invoke Invoker
+	Limits Limits
+	Cache  *Cache
+	Log    *slog.Logger
+}
+
+// Invalid builds the response for input that failed validation.
+func Invalid(errs []ValidationError) Response {
+	return Response{BatchID: "batch-" + randomHex(8), Total: 0, ValidationErrors: errs}
+}
+
+// Run executes a validated request. Results keep the order of the calls.
+func (e *Executor) Run(ctx context.Context, req Request) Response {
+	began := time.Now()
+	resp := Response{BatchID: "batch-" + randomHex(8), Total: len(req.Calls), Results: make([]Result, len(req.Calls))}
+	log := e.Log.With("batch_id", resp.BatchID)
+
+	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	// fail-fast cancels only the calls, so the batch can still report.
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+
+	var g errgroup.Group
+	g.SetLimit(req.MaxConcurrency)
+	var sizeMu sync.Mutex
+	total := 0
+	for i, c := range req.Calls {
+		callID := "call-" + randomHex(6)
+		g.Go(func() error {
+			r := e.runOne(runCtx, log.With("call_id", callID), c, req.MaxAttempts)
+			r.Index, r.CallID = i, callID
+			if r.Success {
+				sizeMu.Lock()
+				total += e.fit(&r, e.Limits.MaxTotalRespBytes-total)
+				sizeMu.Unlock()
+			} else if req.FailFast && runCtx.Err() == nil {
+				stop()
+			}
+			resp.Results[i] = r
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	for _, r := range resp.Results {
+		if r.Success {
+			resp.Succeeded++
+		} else {
+			resp.Failed++
+		}
+	}
+	resp.Success = resp.Failed == 0
+	resp.ElapsedMs = ms(time.Since(began))
+	return resp
+}
+
+// retryable kinds are failures of the path to the tool, not of the tool.
+func retryable(err error) bool {
+	switch provider.KindOf(err) {
+	case provider.KindCrashed, provider.KindCallFailed, provider.KindBusy, provider.KindUnavailable, provider.KindStopped:
+		return true
+	}
+	return false
+}
+
+func (e *Executor) runOne(ctx context.Context, log *slog.Logger, c Call, maxAttempts int) Result {
+	began := time.Now()
+	var r Result
+	attempts := 0
+	for {
+		attempts++
+		if err := ctx.Err(); err != nil {
+			r = failed(ErrTypeCancelled, cancelReason(ctx))
+			break
+		}
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if c.Timeout > 0 {
+			cctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		}
+		res, err := e.Invoke(cctx, c.Server, c.Tool, c.Arguments)
+		cancel()
+		if err == nil {
+			r = fromResult(res)
+			break
+		}
+		log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", attempts, "error", err)
+		r = failed(provider.KindOf(err), err.Error())
+		if attempts >= maxAttempts || !retryable(err) {
+			break
+		}
+		wait := min(100*time.Millisecond<<(attempts-1), 2*time.Second)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if maxAttempts > 1 {
+		r.RetryMetadata = &RetryMeta{Attempts: attempts, Retries: attempts - 1}
+	}
+	r.ElapsedMs = ms(time.Since(began))
+	return r
+}
+
+func cancelReason(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "cancelled: the batch timeout passed before the call could run"
+	}
+	return "cancelled: fail_fast (an earlier call failed)"
+}
+
+func failed(kind, msg string) Result {
+	return Result{Success: false, Error: &msg, ErrorType: &kind}
+}
+
+// fromResult turns a provider's tool result into hangar_call's result: the
+// structured content if any, else a lone text decoded as JSON when it is
+// JSON (so "3" is 3), else the text, else the content list.
+func fromResult(res *mcp.CallToolResult) Result {
+	if res.IsError {
+		return failed(provider.KindToolError, textOf(res))
+	}
+	if res.StructuredContent != nil {
+		return Result{Success: true, Result: res.StructuredContent}
+	}
+	if len(res.Content) == 1 {
+		if tc, ok := res.Content[0].(mcp.TextContent); ok {
+			var v any
+			if json.Valid([]byte(tc.Text)) && json.Unmarshal([]byte(tc.Text), &v) == nil {
+				return Result{Success: true, Result: v}
+			}
+			return Result{Success: true, Result: tc.Text}
+		}
+	}
+	return Result{Success: true, Result: res.Content}
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	if len(parts) == 0 {
+		return "tool reported an error with no text"
+	}
+	return strings.Join(parts, "\n")
+}
+
+// fit truncates r's result into the continuation cache when it is over the
+// per-call limit or over what is left of the batch's total; it returns the
+// bytes r now takes in the response.
+func (e *Executor) fit(r *Result, left int) int {
+	text, isString := r.Result.(string)
+	if !isString {
+		b, err := json.Marshal(r.Result)
+		if err != nil {
+			return 0
+		}
+		text = string(b)
+	}
+	limit := min(e.Limits.MaxResponseBytes, max(left, truncatedPreviewBytes))
+	if len(text) <= limit || e.Cache == nil {
+		return len(text)
+	}
+	r.Truncated = true
+	r.TotalSizeBytes = len(text)
+	r.ContinuationID = e.Cache.Put(text)
+	r.Result = cutUTF8(text, limit)
+	return limit
+}
+
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

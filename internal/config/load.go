@@ -1,0 +1,169 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+const (
+	envPrefix = "HANGAR_"
+	envDelim  = "__" // single underscores are part of key names (max_concurrency)
+
+	// parseLabel names bytes given to Parse in syntax errors.
+	parseLabel = "config"
+)
+
+// ResolvePath picks the config file: the --config flag, else $MCP_CONFIG
+// (the Python hangar's variable), else ./config.yaml.
+func ResolvePath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if p := os.Getenv("MCP_CONFIG"); p != "" {
+		return p
+	}
+	return "./config.yaml"
+}
+
+// Load reads the YAML file at path, applies HANGAR_ overrides from the
+// process environment, and returns the validated config with defaults.
+// Problems with the content are returned as a *ValidationError.
+func Load(path string) (*Config, error) {
+	cfg, err := load(path, file.Provider(path), os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Source = path
+	return cfg, nil
+}
+
+// Parse is Load for YAML bytes and an explicit environment (KEY=VALUE),
+// which is used both for HANGAR_ overrides and ${VAR} expansion.
+func Parse(data []byte, environ []string) (*Config, error) {
+	return load(parseLabel, rawbytes.Provider(data), environ)
+}
+
+func load(label string, p koanf.Provider, environ []string) (*Config, error) {
+	// A fresh instance each time: a reload must not see keys that were
+	// removed from the file since the last load.
+	k := koanf.New(".")
+	if err := k.Load(p, yamlParser{label}); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			return nil, ve
+		}
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+
+	fromFile := k.Raw()
+	origins := map[string]string{} // key path → environment variable
+	serversAlias := serversKey
+	if fromFile[aliasKey] != nil && fromFile[serversKey] == nil {
+		serversAlias = aliasKey
+	}
+	envProvider := env.Provider(envDelim, env.Opt{
+		Prefix:      envPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key := strings.ToLower(strings.TrimPrefix(name, envPrefix))
+			// An empty value is how a variable is unset for one command
+			// (HANGAR_DATA_DIR= hangar), so it does not override anything.
+			if key == "" || value == "" {
+				return "", nil
+			}
+			// Follow whichever spelling the file uses, so that an override
+			// does not trip the "both mcp_servers and providers" check.
+			for _, alias := range []string{serversKey, aliasKey} {
+				if rest, ok := strings.CutPrefix(key, alias+envDelim); ok {
+					key = serversAlias + envDelim + rest
+				}
+			}
+			origins[strings.ReplaceAll(key, envDelim, ".")] = name
+			return key, value
+		},
+	})
+	if err := k.Load(envProvider, nil); err != nil {
+		return nil, fmt.Errorf("reading environment: %w", err)
+	}
+
+	d := &decoder{lookup: environLookup(environ)}
+	cfg := d.decode(k.Raw())
+	if ve := newValidationError(annotate(d.problems, origins, fromFile)); ve != nil {
+		return nil, ve
+	}
+	return cfg, nil
+}
+
+// annotate names the environment variable behind a problem, since a stray
+// HANGAR_ variable is otherwise hard to connect with a key path. A problem
+// is blamed on a variable when it is about the variable's key, a parent of
+// it, or anything inside a section that only the variable created (such as
+// a server whose ID did not match the file's because env keys are
+// lowercased).
+func annotate(problems []Problem, origins map[string]string, fromFile map[string]any) []Problem {
+	keys := sortedKeys(origins)
+	created := make(map[string]string, len(keys))
+	for _, key := range keys {
+		created[key] = createdBy(fromFile, strings.Split(key, "."))
+	}
+	for i, p := range problems {
+		for _, key := range keys {
+			c := created[key]
+			if p.Path == key || strings.HasPrefix(key, p.Path+".") ||
+				c != "" && (p.Path == c || strings.HasPrefix(p.Path, c+".") || strings.HasPrefix(p.Path, c+"[")) {
+				problems[i].Message += " (from environment variable " + origins[key] + ")"
+				break
+			}
+		}
+	}
+	return problems
+}
+
+// createdBy returns the outermost part of the key path that the file did
+// not have, or "" if the file had the whole path.
+func createdBy(fromFile map[string]any, segs []string) string {
+	var cur any = fromFile
+	for i, seg := range segs {
+		m, ok := asMap(cur)
+		if !ok {
+			return strings.Join(segs[:i], ".")
+		}
+		if cur = m[seg]; cur == nil {
+			return strings.Join(segs[:i+1], ".")
+		}
+	}
+	return ""
+}
+
+// yamlParser wraps koanf's YAML parser to turn syntax errors into problems
+// labelled with the file name: "config.yaml: line 3: ...".
+type yamlParser struct{ label string }
+
+func (p yamlParser) Unmarshal(b []byte) (map[string]any, error) {
+	m, err := yaml.Parser().Unmarshal(b)
+	if err == nil {
+		return m, nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var problems []Problem
+	if rest, ok := strings.CutPrefix(msg, "unmarshal errors:\n"); ok {
+		for _, line := range strings.Split(rest, "\n") {
+			problems = append(problems, Problem{Path: p.label, Message: strings.TrimSpace(line)})
+		}
+	} else {
+		problems = []Problem{{Path: p.label, Message: msg}}
+	}
+	return nil, &ValidationError{Problems: problems}
+}
+
+func (p yamlParser) Marshal(m map[string]any) ([]byte, error) {
+	return yaml.Parser().Marshal(m)
+}

@@ -1,0 +1,208 @@
+// Package config loads, validates and compares hangar's configuration.
+//
+// The schema is compatible with the Python MCP Hangar's config.yaml: a map of
+// MCP servers (alias "providers") plus global sections. Loading is done with
+// koanf (YAML file + HANGAR_ environment overrides); every error names the
+// key path it is about.
+package config
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Server modes.
+const (
+	ModeDocker     = "docker" // alias "container"
+	ModeRemote     = "remote"
+	ModeSubprocess = "subprocess"
+	ModeGroup      = "group"
+)
+
+// Transports between the gateway and a provider.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// Handshake preferences for talking to a provider.
+const (
+	ProtocolAuto   = "auto"   // try initialize, fall back to server/discover
+	ProtocolLegacy = "legacy" // initialize only (MCP <= 2025-11-25)
+	ProtocolModern = "modern" // server/discover only (MCP 2026-07-28)
+)
+
+// Group balancing strategies.
+const (
+	StrategyRoundRobin         = "round_robin"
+	StrategyWeightedRoundRobin = "weighted_round_robin"
+	StrategyLeastConnections   = "least_connections"
+	StrategyRandom             = "random"
+	StrategyPriority           = "priority"
+)
+
+// Config is the whole, validated configuration with defaults applied.
+type Config struct {
+	// Servers is keyed by server ID (the key under mcp_servers/providers).
+	Servers      map[string]*Server
+	Execution    Execution
+	Discovery    Discovery
+	Batch        Batch
+	Auth         Auth
+	ConfigReload Reload
+	Logging      Logging
+	// DataDir holds state that survives restarts (approvals, quarantine).
+	DataDir string
+	// Source is the file the config was read from ("" when built in code).
+	Source string
+}
+
+// Server is one configured MCP server (provider) or group.
+type Server struct {
+	ID          string
+	Mode        string // one of the Mode* constants; "container" is normalised to docker
+	Description string
+
+	// docker
+	Image     string
+	Args      []string // container CMD override
+	Volumes   []string // "host:container[:ro]"
+	Resources Resources
+	Network   string // "" means: none for stdio, the gateway's network for http
+	ReadOnly  bool   // default true
+	User      string // default "65534:65534"
+
+	// subprocess
+	Command []string
+
+	// common to processes
+	Env map[string]string // values after ${VAR} expansion
+
+	// transport
+	Transport string // stdio (default for docker/subprocess) | http | sse
+	Port      int    // container HTTP port, default 8080
+	Path      string // container HTTP path, default /mcp
+	Endpoint  string // remote URL
+	Headers   map[string]string
+	Protocol  string // ProtocolAuto (default) | ProtocolLegacy | ProtocolModern
+
+	// lifecycle
+	IdleTTL                time.Duration // idle_ttl_s, default 300s, 1..86400
+	HealthCheckInterval    time.Duration // health_check_interval_s, default 60s, 1..3600
+	MaxConsecutiveFailures int           // default 3, 1..100
+	MaxConcurrency         int           // default execution.default_provider_concurrency, 1..1000
+	StartTimeout           time.Duration // start_timeout_s, default 30s, 1..600
+	CallTimeout            time.Duration // call_timeout_s, default 60s, 1..3600
+
+	Tools Tools
+
+	// group only
+	Strategy       string
+	MinHealthy     int // default 1
+	Health         GroupHealth
+	CircuitBreaker CircuitBreaker
+	Members        []*Server // members carry Weight and Priority
+
+	// group member only
+	Weight   int // default 1
+	Priority int // default 1
+}
+
+// Resources are container limits.
+type Resources struct {
+	MemoryBytes int64 // "512m" → 512<<20; default 512m
+	NanoCPUs    int64 // "1.0" → 1e9; default 1.0
+	PidsLimit   int64 // default 256
+}
+
+// Tools is the tool access policy and, optionally, predefined tool schemas
+// that let the gateway list tools without starting the provider.
+type Tools struct {
+	AllowList  []string // fnmatch patterns
+	DenyList   []string // fnmatch patterns
+	Predefined []ToolDef
+}
+
+// ToolDef is a predefined tool.
+type ToolDef struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage // as written in the config, as JSON
+}
+
+// GroupHealth decides when a member leaves or rejoins rotation.
+type GroupHealth struct {
+	UnhealthyThreshold int // default 2
+	HealthyThreshold   int // default 1
+}
+
+// CircuitBreaker of a group.
+type CircuitBreaker struct {
+	FailureThreshold int           // default 10
+	ResetTimeout     time.Duration // reset_timeout_s, default 60s
+}
+
+// Execution holds system-wide limits.
+type Execution struct {
+	MaxConcurrency             int // default 50, 1..10000
+	DefaultProviderConcurrency int // default 10, 1..1000
+}
+
+// Discovery configures discovery sources.
+type Discovery struct {
+	Enabled         bool
+	RefreshInterval time.Duration // refresh_interval_s, default 30s
+	AutoRegister    bool
+	Sources         []Source
+	Security        DiscoverySecurity
+}
+
+// Source is one discovery source.
+type Source struct {
+	Type    string // docker | filesystem
+	Mode    string // additive (default) | authoritative
+	Path    string // filesystem
+	Pattern string // filesystem, default "*.yaml"
+	Watch   bool   // filesystem
+}
+
+// DiscoverySecurity decides what happens to candidates that fail checks.
+type DiscoverySecurity struct {
+	RequireHealthCheck  bool
+	QuarantineOnFailure bool // default true
+}
+
+// Batch limits for hangar_call.
+type Batch struct {
+	MaxCalls                 int           // default 100
+	MaxConcurrency           int           // default 50
+	DefaultTimeout           time.Duration // default 60s
+	MaxTimeout               time.Duration // default 300s
+	MaxResponseSizeBytes     int           // default 10 MiB
+	MaxTotalResponseSizeByte int           // default 50 MiB
+}
+
+// Auth configures the HTTP endpoint's authentication and rate limit.
+type Auth struct {
+	Enabled   bool
+	RateLimit RateLimit
+}
+
+// RateLimit per client bucket.
+type RateLimit struct {
+	RPS   float64 // default 10
+	Burst int     // default 20
+}
+
+// Reload configures watching the config file.
+type Reload struct {
+	Enabled  bool
+	Interval time.Duration // interval_s, default 5s
+}
+
+// Logging configures slog.
+type Logging struct {
+	Level      string // DEBUG | INFO | WARN | ERROR, default INFO
+	JSONFormat bool   // default true
+}

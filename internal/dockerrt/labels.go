@@ -1,0 +1,12 @@
+package dockerrt
+
+// Labels on every container the gateway creates. Reverse-DNS keys so they
+// never clash with labels an image or an operator sets.
+const (
+	LabelManaged = "io.mcp-hangar.managed" // "true"
+	LabelServer  = "io.mcp-hangar.server"  // provider ID
+	// LabelOwner names the gateway instance that created the container, so
+	// that the reaper of one gateway never removes another's containers when
+	// several share an engine.
+	LabelOwner = "io.mcp-hangar.owner"
+)

@@ -1,0 +1,250 @@
+package dockerrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// API is the part of the Docker Engine client the runtime uses.
+type API interface {
+	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	ContainerCreate(ctx context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerAttach(ctx context.Context, id string, opts client.ContainerAttachOptions) (client.ContainerAttachResult, error)
+	ContainerStart(ctx context.Context, id string, opts client.ContainerStartOptions) (client.ContainerStartResult, error)
+	ContainerWait(ctx context.Context, id string, opts client.ContainerWaitOptions) client.ContainerWaitResult
+	ContainerRemove(ctx context.Context, id string, opts client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerInspect(ctx context.Context, id string, opts client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerList(ctx context.Context, opts client.ContainerListOptions) (client.ContainerListResult, error)
+}
+
+var _ API = (*client.Client)(nil)
+
+// Timeouts of short Docker calls; a hung engine must never hang a caller.
+const (
+	shortCallTimeout = 10 * time.Second
+	stopGrace        = 3 * time.Second
+	stderrTailBytes  = 16 << 10
+)
+
+// ErrImageNotFound is returned when the image is not present locally. The
+// gateway never pulls.
+var ErrImageNotFound = errors.New("image not found locally")
+
+// Runtime starts and stops provider containers.
+type Runtime struct {
+	api   API
+	owner string
+	log   *slog.Logger
+	oom   *oomTracker
+}
+
+// New returns a Runtime creating containers labelled with owner.
+func New(api API, owner string, log *slog.Logger) *Runtime {
+	return &Runtime{api: api, owner: owner, log: log, oom: newOOMTracker()}
+}
+
+// Owner is the instance name this runtime labels its containers with.
+func (r *Runtime) Owner() string { return r.owner }
+
+// Container is a running provider container.
+type Container struct {
+	ID string
+	// Stdout carries the provider's demultiplexed stdout (stdio providers).
+	Stdout io.Reader
+	// Stdin writes to the provider's stdin; closing it sends EOF.
+	Stdin io.WriteCloser
+	// Stderr keeps the last bytes the provider wrote to stderr.
+	Stderr *Tail
+
+	rt       *Runtime
+	attach   *client.HijackedResponse
+	done     chan struct{}
+	exitCode int64
+	exitErr  string
+	oomed    bool
+	stopOnce sync.Once
+}
+
+// Done is closed once the container has exited and been removed.
+func (c *Container) Done() <-chan struct{} { return c.done }
+
+// Exit describes how the container ended, e.g. "exit 137, oom"; it is only
+// meaningful after Done is closed.
+func (c *Container) Exit() string {
+	s := fmt.Sprintf("exit %d", c.exitCode)
+	if c.oomed {
+		s += ", oom"
+	}
+	if c.exitErr != "" {
+		s += ", " + c.exitErr
+	}
+	return s
+}
+
+// ExitCode and OOMKilled are meaningful after Done is closed.
+func (c *Container) ExitCode() int64 { return c.exitCode }
+func (c *Container) OOMKilled() bool { return c.oomed }
+
+// Run creates, attaches and starts a container for spec. Attach comes before
+// start so no early output is lost; the wait is registered before start too
+// so that even an instant exit is seen.
+func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
+	spec.Owner = r.owner
+	cfg, host, netCfg, err := Build(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkImage(ctx, spec.Image); err != nil {
+		return nil, err
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+	created, err := r.api.ContainerCreate(cctx, client.ContainerCreateOptions{
+		Config: cfg, HostConfig: host, NetworkingConfig: netCfg,
+	})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	c := &Container{ID: created.ID, Stderr: NewTail(stderrTailBytes), rt: r, done: make(chan struct{})}
+
+	fail := func(err error) (*Container, error) {
+		r.remove(c.ID)
+		if c.attach != nil {
+			c.attach.Close()
+		}
+		return nil, err
+	}
+
+	if spec.Stdio {
+		actx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+		att, err := r.api.ContainerAttach(actx, c.ID, client.ContainerAttachOptions{
+			Stream: true, Stdin: true, Stdout: true, Stderr: true,
+		})
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("attach container: %w", err))
+		}
+		c.attach = &att.HijackedResponse
+		pr, pw := io.Pipe()
+		c.Stdout = pr
+		c.Stdin = stdinCloser{att.HijackedResponse}
+		go func() {
+			// Tty is off, so the stream is always multiplexed (on API < 1.42
+			// the media type header is empty and cannot tell us).
+			_, err := stdcopy.StdCopy(pw, c.Stderr, att.Reader)
+			if err == nil {
+				err = io.EOF
+			}
+			pw.CloseWithError(err)
+		}()
+	}
+
+	// The wait outlives the caller's context: it ends when the container
+	// is gone, which Stop and the engine guarantee.
+	wait := r.api.ContainerWait(context.WithoutCancel(ctx), c.ID, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+
+	sctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+	_, err = r.api.ContainerStart(sctx, c.ID, client.ContainerStartOptions{})
+	cancel()
+	if err != nil {
+		return fail(fmt.Errorf("start container: %w", err))
+	}
+	r.oom.track(c.ID)
+	go c.awaitExit(wait)
+	return c, nil
+}
+
+func (c *Container) awaitExit(w client.ContainerWaitResult) {
+	select {
+	case res := <-w.Result:
+		c.exitCode = res.StatusCode
+		if res.Error != nil && res.Error.Message != "" {
+			c.exitErr = res.Error.Message
+		}
+	case err := <-w.Error:
+		// The engine went away or the container vanished without us
+		// seeing the exit; treat it as an exit of unknown status.
+		c.exitCode = -1
+		c.exitErr = "wait: " + err.Error()
+	}
+	c.oomed = c.rt.oom.take(c.ID, c.exitCode == 137)
+	if c.attach != nil {
+		c.attach.Close()
+	}
+	close(c.done)
+}
+
+// Stop ends the container: EOF on stdin first (a well-behaved stdio server
+// exits on it), then a forced removal after a short grace. It returns once
+// the container is gone or ctx ends.
+func (c *Container) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		if c.Stdin != nil {
+			_ = c.Stdin.Close()
+		}
+		select {
+		case <-c.done:
+			return
+		case <-time.After(stopGrace):
+		case <-ctx.Done():
+		}
+		c.rt.remove(c.ID)
+	})
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop container %s: %w", shortID(c.ID), ctx.Err())
+	}
+}
+
+func (r *Runtime) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), shortCallTimeout)
+	defer cancel()
+	_, err := r.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+		r.log.Warn("remove container", "container", shortID(id), "error", err)
+	}
+}
+
+func (r *Runtime) checkImage(ctx context.Context, image string) error {
+	ictx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+	defer cancel()
+	if _, err := r.api.ImageInspect(ictx, image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("%w: %s (the gateway never pulls; build or load it first)", ErrImageNotFound, image)
+		}
+		return fmt.Errorf("inspect image %s: %w", image, err)
+	}
+	return nil
+}
+
+func isRemovalInProgress(err error) bool {
+	return strings.Contains(err.Error(), "removal of container") && strings.Contains(err.Error(), "in progress")
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// stdinCloser closes only the write half, so the provider sees EOF while
+// its last output can still be read.
+type stdinCloser struct{ h client.HijackedResponse }
+
+func (s stdinCloser) Write(p []byte) (int, error) { return s.h.Conn.Write(p) }
+func (s stdinCloser) Close() error                { return s.h.CloseWrite() }

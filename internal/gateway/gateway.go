@@ -1,0 +1,221 @@
+// Package gateway is hangar's MCP server surface: the hangar_* tools (one
+// file per category), the HTTP endpoint and its middleware.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/batch"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// Version is the gateway's version as it introduces itself.
+var Version = "dev"
+
+// Log field names.
+const (
+	FieldCorrelationID = "correlation_id"
+	FieldTool          = "tool"
+	FieldServer        = "mcp_server"
+	FieldDurationMs    = "duration_ms"
+	FieldError         = "error"
+)
+
+// Gateway holds what the tools act on.
+type Gateway struct {
+	Providers *provider.Manager
+	Batch     *batch.Executor
+	Cache     *batch.Cache
+	Engine    *dockerrt.EngineState // nil when no Docker engine is used
+	Log       *slog.Logger
+	Started   time.Time
+
+	cfgMu sync.RWMutex
+	cfg   *config.Config
+}
+
+// New returns a gateway over the given parts.
+func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.EngineState, log *slog.Logger) *Gateway {
+	g := &Gateway{
+		Providers: providers,
+		Cache:     batch.NewCache(10*time.Minute, 256<<20),
+		Engine:    engine,
+		Log:       log,
+		Started:   time.Now(),
+		cfg:       cfg,
+	}
+	g.Batch = &batch.Executor{Invoke: g.invoke, Limits: limitsOf(cfg), Cache: g.Cache, Log: log}
+	return g
+}
+
+func limitsOf(cfg *config.Config) batch.Limits {
+	l := batch.DefaultLimits()
+	b := cfg.Batch
+	if b.MaxCalls > 0 {
+		l.MaxCalls = b.MaxCalls
+	}
+	if b.MaxConcurrency > 0 {
+		l.MaxConcurrency = b.MaxConcurrency
+	}
+	if b.DefaultTimeout > 0 {
+		l.DefaultTimeout = b.DefaultTimeout
+	}
+	if b.MaxTimeout > 0 {
+		l.MaxTimeout = b.MaxTimeout
+	}
+	if b.MaxResponseSizeBytes > 0 {
+		l.MaxResponseBytes = b.MaxResponseSizeBytes
+	}
+	if b.MaxTotalResponseSizeByte > 0 {
+		l.MaxTotalRespBytes = b.MaxTotalResponseSizeByte
+	}
+	l.DefaultConcurrency = min(l.DefaultConcurrency, l.MaxConcurrency)
+	return l
+}
+
+// Config returns the configuration in force.
+func (g *Gateway) Config() *config.Config {
+	g.cfgMu.RLock()
+	defer g.cfgMu.RUnlock()
+	return g.cfg
+}
+
+func (g *Gateway) setConfig(c *config.Config) {
+	g.cfgMu.Lock()
+	g.cfg = c
+	g.cfgMu.Unlock()
+}
+
+// invoke is the batch executor's way to a tool.
+func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	p, ok := g.Providers.Get(server)
+	if !ok {
+		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
+	}
+	return p.Call(ctx, tool, args)
+}
+
+// MCPServer builds the MCP server with every hangar_* tool.
+func (g *Gateway) MCPServer() *server.MCPServer {
+	s := server.NewMCPServer("hangar", Version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(g.correlate),
+		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
+	)
+	for _, t := range g.tools() {
+		s.AddTool(t.Tool, t.Handler)
+	}
+	return s
+}
+
+func (g *Gateway) tools() []server.ServerTool {
+	var all []server.ServerTool
+	all = append(all, g.lifecycleTools()...)
+	all = append(all, g.serverTools()...)
+	all = append(all, g.healthTools()...)
+	all = append(all, g.batchTools()...)
+	return all
+}
+
+type ctxKey int
+
+const logKey ctxKey = iota
+
+// logFrom returns the request's logger, carrying its correlation ID.
+func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(logKey).(*slog.Logger); ok {
+		return l
+	}
+	return g.Log
+}
+
+// correlate gives every tool call a correlation ID carried by each log
+// line of that call.
+func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		id := newID()
+		log := g.Log.With(FieldCorrelationID, id, FieldTool, req.Params.Name)
+		ctx = context.WithValue(ctx, logKey, log)
+		began := time.Now()
+		res, err := next(ctx, req)
+		dur := float64(time.Since(began).Microseconds()) / 1000
+		switch {
+		case err != nil:
+			log.Warn("tool call failed", FieldDurationMs, dur, FieldError, err)
+		case res != nil && res.IsError:
+			log.Info("tool call returned an error", FieldDurationMs, dur, FieldError, textOf(res))
+		default:
+			log.Debug("tool call", FieldDurationMs, dur)
+		}
+		return res, err
+	}
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ok wraps a response as structured content with the same JSON as text, so
+// clients that read either get the same answer.
+func ok(v any) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultStructured(json.RawMessage(b), string(b)), nil
+}
+
+// fail reports err as a tool error whose text starts with its wire kind.
+func fail(err error) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultError(err.Error()), nil
+}
+
+func unknownServer(id string) (*mcp.CallToolResult, error) {
+	return fail(&provider.Error{Kind: provider.KindUnknownServer, ID: id})
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// timeOrNil renders a time for JSON, null when unset.
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+var errNoArgs = errors.New("arguments must be an object")
+
+// args returns the call's arguments as a map (empty when none).
+func args(req mcp.CallToolRequest) (map[string]any, error) {
+	switch a := req.Params.Arguments.(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return a, nil
+	default:
+		return nil, errNoArgs
+	}
+}

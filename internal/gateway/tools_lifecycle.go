@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+func (g *Gateway) lifecycleTools() []server.ServerTool {
+	return []server.ServerTool{
+		{Tool: mcp.NewTool("hangar_list",
+			mcp.WithDescription("List all MCP servers with state and tool counts."),
+			mcp.WithString("state_filter", mcp.Description(`Filter by state: "cold", "ready", "degraded", "dead"`),
+				mcp.Enum("cold", "initializing", "ready", "degraded", "dead")),
+			mcp.WithReadOnlyHintAnnotation(true),
+		), Handler: g.list},
+		{Tool: mcp.NewTool("hangar_start",
+			mcp.WithDescription("Start a MCP server or group. Transitions the MCP server from COLD to READY."),
+			mcp.WithString("mcp_server", mcp.Required(), mcp.Description("MCP Server ID or Group ID")),
+		), Handler: g.start},
+		{Tool: mcp.NewTool("hangar_stop",
+			mcp.WithDescription("Stop a running MCP server or group. State transitions to COLD."),
+			mcp.WithString("mcp_server", mcp.Required(), mcp.Description("MCP Server ID or Group ID")),
+		), Handler: g.stop},
+		{Tool: mcp.NewTool("hangar_status",
+			mcp.WithDescription("Human-readable health dashboard with state indicators for all MCP servers and groups."),
+			mcp.WithReadOnlyHintAnnotation(true),
+		), Handler: g.status},
+	}
+}
+
+// healthStatus condenses state and failures into one word.
+func healthStatus(s provider.Snapshot) string {
+	switch {
+	case s.State == provider.Dead:
+		return "unhealthy"
+	case s.State == provider.Degraded || s.Health.ConsecutiveFailures > 0:
+		return "degraded"
+	case s.State == provider.Ready:
+		return "healthy"
+	}
+	return "unknown"
+}
+
+func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	filter := req.GetString("state_filter", "")
+	switch filter {
+	case "", "cold", "initializing", "ready", "degraded", "dead":
+	default:
+		return fail(fmt.Errorf("invalid state_filter: %q (want cold, ready, degraded or dead)", filter))
+	}
+	servers := []map[string]any{}
+	for _, p := range g.Providers.List() {
+		s := p.Snapshot()
+		if filter != "" && string(s.State) != filter {
+			continue
+		}
+		servers = append(servers, map[string]any{
+			"mcp_server":       s.ID,
+			"state":            s.State,
+			"mode":             s.Mode,
+			"alive":            s.Alive,
+			"tools_count":      s.ToolsCount,
+			"health_status":    healthStatus(s),
+			"tools_predefined": p.Predefined(),
+			"description":      p.Spec().Description,
+		})
+	}
+	return ok(map[string]any{
+		"mcp_servers":         servers,
+		"groups":              []any{},
+		"runtime_mcp_servers": []any{},
+	})
+}
+
+// startTimeout bounds hangar_start: the provider's own start timeout plus a
+// little for the handshake's tail.
+func startTimeout(p *provider.Provider) time.Duration {
+	t := p.Spec().StartTimeout
+	if t <= 0 {
+		t = 30 * time.Second
+	}
+	return t + 5*time.Second
+}
+
+func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, err := req.RequireString("mcp_server")
+	if err != nil {
+		return fail(err)
+	}
+	p, found := g.Providers.Get(id)
+	if !found {
+		return unknownServer(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	defer cancel()
+	tools, err := p.Start(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return ok(map[string]any{"mcp_server": id, "state": p.State(), "tools": names})
+}
+
+// ReasonManual is the stop reason of hangar_stop.
+const ReasonManual = "manual_stop"
+
+func (g *Gateway) stop(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, err := req.RequireString("mcp_server")
+	if err != nil {
+		return fail(err)
+	}
+	p, found := g.Providers.Get(id)
+	if !found {
+		return unknownServer(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx, ReasonManual, false); err != nil {
+		return fail(fmt.Errorf("stop %s: %w", id, err))
+	}
+	return ok(map[string]any{"stopped": id, "reason": ReasonManual})
+}
+
+func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	up := time.Since(g.Started)
+	servers := []map[string]any{}
+	healthy := 0
+	var lines []string
+	for _, p := range g.Providers.List() {
+		s := p.Snapshot()
+		if s.State == provider.Ready {
+			healthy++
+		}
+		servers = append(servers, map[string]any{
+			"id":        s.ID,
+			"indicator": s.State.Indicator(),
+			"state":     s.State,
+			"mode":      s.Mode,
+			"last_used": timeOrNil(s.LastUsed),
+		})
+		detail := s.Mode
+		if s.ToolsCount > 0 {
+			detail += fmt.Sprintf(", %d tools", s.ToolsCount)
+		}
+		if s.State == provider.Dead && s.LastError != "" {
+			detail += ", " + s.LastError
+		}
+		lines = append(lines, fmt.Sprintf("%s %s (%s)", s.State.Indicator(), s.ID, detail))
+	}
+	total := len(servers)
+	header := fmt.Sprintf("hangar: %d/%d MCP servers ready, up %s", healthy, total, humanDuration(up))
+	if len(lines) == 0 {
+		lines = []string{"(no MCP servers configured)"}
+	}
+	return ok(map[string]any{
+		"mcp_servers":         servers,
+		"groups":              []any{},
+		"runtime_mcp_servers": []any{},
+		"summary": map[string]any{
+			"healthy_mcp_servers": healthy,
+			"total_mcp_servers":   total,
+			"runtime_mcp_servers": 0,
+			"runtime_healthy":     0,
+			"uptime":              humanDuration(up),
+			"uptime_seconds":      up.Seconds(),
+		},
+		"formatted": header + "\n" + strings.Join(lines, "\n"),
+	})
+}
+
+// humanDuration renders "2h 15m", "3m 4s" or "12s".
+func humanDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh %dm", h, m)
+	case m > 0:
+		return fmt.Sprintf("%dm %ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}

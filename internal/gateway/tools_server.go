@@ -1,0 +1,188 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// warmParallelism bounds concurrent starts by hangar_warm.
+const warmParallelism = 4
+
+func (g *Gateway) serverTools() []server.ServerTool {
+	return []server.ServerTool{
+		{Tool: mcp.NewTool("hangar_tools",
+			mcp.WithDescription("List the tools available on a MCP server or group. Tool access filtering (allow_list/deny_list) is applied. May start a cold MCP server to discover its tools."),
+			mcp.WithString("mcp_server", mcp.Required(), mcp.Description("MCP Server ID or Group ID")),
+		), Handler: g.toolsOf},
+		{Tool: mcp.NewTool("hangar_details",
+			mcp.WithDescription("Detailed information about a MCP server or group, including health tracking, idle time, and tool access policy."),
+			mcp.WithString("mcp_server", mcp.Required(), mcp.Description("MCP Server ID or Group ID")),
+			mcp.WithReadOnlyHintAnnotation(true),
+		), Handler: g.details},
+		{Tool: mcp.NewTool("hangar_warm",
+			mcp.WithDescription("Pre-start one or more MCP servers so the first tool call does not incur cold-start latency. Groups are skipped."),
+			mcp.WithString("mcp_servers", mcp.Description("Comma-separated MCP server IDs. Omit to warm all MCP servers.")),
+		), Handler: g.warm},
+	}
+}
+
+func toolObjects(tools []mcpconn.Tool) []map[string]any {
+	out := make([]map[string]any, len(tools))
+	for i, t := range tools {
+		m := map[string]any{"name": t.Name, "description": t.Description}
+		if len(t.InputSchema) > 0 {
+			m["inputSchema"] = t.InputSchema
+		} else {
+			m["inputSchema"] = map[string]any{"type": "object"}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, err := req.RequireString("mcp_server")
+	if err != nil {
+		return fail(err)
+	}
+	p, found := g.Providers.Get(id)
+	if !found {
+		return unknownServer(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	defer cancel()
+	tools, err := p.ToolsOrStart(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	return ok(map[string]any{
+		"mcp_server": id,
+		"state":      p.State(),
+		"predefined": p.Predefined(),
+		"tools":      toolObjects(tools),
+	})
+}
+
+func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, err := req.RequireString("mcp_server")
+	if err != nil {
+		return fail(err)
+	}
+	p, found := g.Providers.Get(id)
+	if !found {
+		return unknownServer(id)
+	}
+	s := p.Snapshot()
+	spec := p.Spec()
+	var idle any
+	if !s.LastUsed.IsZero() {
+		idle = time.Since(s.LastUsed).Seconds()
+	}
+	meta := map[string]any{
+		"description":  spec.Description,
+		"transport":    transportOf(spec.Transport),
+		"image":        spec.Image,
+		"endpoint":     spec.Endpoint,
+		"container_id": s.ContainerID,
+		"started_at":   timeOrNil(s.StartedAt),
+		"in_flight":    s.Inflight,
+		"last_error":   nilIfEmpty(s.LastError),
+		"stderr_tail":  s.Stderr,
+		"idle_ttl_s":   spec.IdleTTL.Seconds(),
+	}
+	pol := p.Policy()
+	return ok(map[string]any{
+		"mcp_server": id,
+		"state":      s.State,
+		"mode":       s.Mode,
+		"alive":      s.Alive,
+		"tools":      toolObjects(p.Tools()),
+		"health": map[string]any{
+			"consecutive_failures": s.Health.ConsecutiveFailures,
+			"last_check":           timeOrNil(s.Health.LastCheck),
+			"last_success_at":      timeOrNil(s.Health.LastSuccessAt),
+			"last_failure_at":      timeOrNil(s.Health.LastFailureAt),
+			"total_invocations":    s.Health.TotalInvocations,
+			"total_failures":       s.Health.TotalFailures,
+		},
+		"idle_time": idle,
+		"meta":      meta,
+		"tools_policy": map[string]any{
+			"type":           pol.Type(),
+			"has_allow_list": pol.HasAllowList(),
+			"has_deny_list":  pol.HasDenyList(),
+			"filtered_count": p.FilteredCount(),
+		},
+	})
+}
+
+func transportOf(t string) string {
+	if t == "" {
+		return "stdio"
+	}
+	return t
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ids := g.Providers.IDs()
+	if list := strings.TrimSpace(req.GetString("mcp_servers", "")); list != "" {
+		ids = nil
+		for _, id := range strings.Split(list, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	var mu sync.Mutex
+	warmed, already, failed := []string{}, []string{}, []map[string]any{}
+	var eg errgroup.Group
+	eg.SetLimit(warmParallelism)
+	for _, id := range ids {
+		p, found := g.Providers.Get(id)
+		if !found {
+			failed = append(failed, map[string]any{"id": id, "error": (&provider.Error{Kind: provider.KindUnknownServer, ID: id}).Error()})
+			continue
+		}
+		if p.State() == provider.Ready {
+			already = append(already, id)
+			continue
+		}
+		eg.Go(func() error {
+			sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+			defer cancel()
+			_, err := p.Start(sctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, map[string]any{"id": id, "error": err.Error()})
+			} else {
+				warmed = append(warmed, id)
+			}
+			return nil
+		})
+	}
+	_ = eg.Wait()
+	return ok(map[string]any{
+		"warmed":       warmed,
+		"already_warm": already,
+		"failed":       failed,
+		"summary":      fmt.Sprintf("%d warmed, %d already warm, %d failed", len(warmed), len(already), len(failed)),
+	})
+}

@@ -1,0 +1,191 @@
+// Package mcpconn holds the gateway's MCP client connections to providers:
+// stdio over an attached container stream, streamable HTTP and SSE.
+package mcpconn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Handshake preferences (same values as config.Protocol*).
+const (
+	ProtocolAuto   = "auto"
+	ProtocolLegacy = "legacy"
+	ProtocolModern = "modern"
+)
+
+// ClientName is what the gateway calls itself to providers.
+const ClientName = "hangar"
+
+// Conn is one MCP session with a provider. It is safe for concurrent use:
+// concurrent calls share the session and are correlated by request ID.
+type Conn struct {
+	c     *client.Client
+	tr    tapped
+	proto string
+}
+
+// Stdio returns a transport over a provider's stdin and stdout.
+func Stdio(stdout io.Reader, stdin io.WriteCloser) transport.Interface {
+	return &stdioTap{Stdio: transport.NewIO(stdout, stdin, nil)}
+}
+
+// HTTP returns a streamable HTTP transport to url.
+func HTTP(url string, headers map[string]string, hc *http.Client) (transport.Interface, error) {
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers)}
+	if hc != nil {
+		opts = append(opts, transport.WithHTTPBasicClient(hc))
+	}
+	t, err := transport.NewStreamableHTTP(url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &httpTap{StreamableHTTP: t}, nil
+}
+
+// SSE returns an SSE transport to url.
+func SSE(url string, headers map[string]string, hc *http.Client) (transport.Interface, error) {
+	opts := []transport.ClientOption{transport.WithHeaders(headers)}
+	if hc != nil {
+		opts = append(opts, transport.WithHTTPClient(hc))
+	}
+	t, err := transport.NewSSE(url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &sseTap{SSE: t}, nil
+}
+
+// Connect performs the MCP handshake over tr (from Stdio, HTTP or SSE).
+//
+// With ProtocolAuto it tries the legacy initialize first: every server in
+// the field answers it quickly, whereas old servers may ignore the newer
+// server/discover probe and make mcp-go wait seconds for it. A server that
+// rejects initialize with a JSON-RPC error only speaks 2026-07-28, and gets
+// server/discover on the same transport.
+func Connect(ctx context.Context, tr transport.Interface, protocol string) (*Conn, error) {
+	tap, ok := tr.(tapped)
+	if !ok {
+		return nil, errors.New("mcpconn: transport was not made by this package")
+	}
+	if err := tr.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start transport: %w", err)
+	}
+	if protocol == "" {
+		protocol = ProtocolAuto
+	}
+	var firstErr error
+	if protocol != ProtocolModern {
+		c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+		if err := initialize(ctx, c); err == nil {
+			return &Conn{c: c, tr: tap, proto: c.ProtocolVersion()}, nil
+		} else if protocol == ProtocolLegacy || !tap.state().initRejected.Load() {
+			_ = tr.Close()
+			return nil, fmt.Errorf("initialize: %w", err)
+		} else {
+			firstErr = err
+		}
+	}
+	c := client.NewClient(tr, client.WithDiscoverTimeout(-1))
+	if err := initialize(ctx, c); err != nil {
+		_ = tr.Close()
+		if firstErr != nil {
+			return nil, fmt.Errorf("initialize rejected (%v), server/discover: %w", firstErr, err)
+		}
+		return nil, fmt.Errorf("server/discover: %w", err)
+	}
+	if !mcp.IsModernProtocol(c.ProtocolVersion()) && protocol == ProtocolModern {
+		_ = tr.Close()
+		return nil, fmt.Errorf("server/discover: server does not speak the %s protocol", mcp.LATEST_PROTOCOL_VERSION)
+	}
+	return &Conn{c: c, tr: tap, proto: c.ProtocolVersion()}, nil
+}
+
+func initialize(ctx context.Context, c *client.Client) error {
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: ClientName, Version: "dev"}
+	_, err := c.Initialize(ctx, req)
+	return err
+}
+
+// ProtocolVersion is the negotiated protocol version.
+func (c *Conn) ProtocolVersion() string { return c.proto }
+
+// Tool is a provider tool with its input schema exactly as the provider
+// sent it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+}
+
+// maxToolPages bounds pagination against a provider that never stops
+// returning cursors.
+const maxToolPages = 100
+
+// ListTools fetches every page of tools/list, keeping schemas raw.
+func (c *Conn) ListTools(ctx context.Context) ([]Tool, error) {
+	var out []Tool
+	var cursor mcp.Cursor
+	for range maxToolPages {
+		var raw json.RawMessage
+		req := mcp.ListToolsRequest{}
+		req.Params.Cursor = cursor
+		res, err := c.c.ListToolsByPage(withRawSink(ctx, &raw), req)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Tools []Tool `json:"tools"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("decode tools/list: %w", err)
+		}
+		out = append(out, page.Tools...)
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		cursor = res.NextCursor
+	}
+	return nil, fmt.Errorf("tools/list: more than %d pages", maxToolPages)
+}
+
+// CallTool calls a tool; a tool-level error comes back as a result with
+// IsError set, a protocol or transport failure as an error.
+func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return c.c.CallTool(ctx, req)
+}
+
+// Ping checks the session is alive (legacy protocol only; modern servers
+// removed ping, so tools/list is the health check there).
+func (c *Conn) Ping(ctx context.Context) error { return c.c.Ping(ctx) }
+
+// Close ends the session and its transport.
+func (c *Conn) Close() error {
+	done := make(chan error, 1)
+	go func() { done <- c.c.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(2 * time.Second):
+		// A transport stuck on a dead peer must not hold up shutdown.
+		return errors.New("close: timed out")
+	}
+}

@@ -1,0 +1,592 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+)
+
+// Backend is a running provider (a container, a process, a remote session)
+// with an MCP session to it.
+type Backend interface {
+	ListTools(ctx context.Context) ([]mcpconn.Tool, error)
+	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
+	// Done is closed when the backend has ended, for whatever reason.
+	Done() <-chan struct{}
+	// Exit says how it ended ("exit 137, oom"); valid after Done.
+	Exit() string
+	// Stderr is the recent stderr output, "" if there is none.
+	Stderr() string
+	// Stop ends the backend and returns once it is gone.
+	Stop(ctx context.Context) error
+	// ContainerID is the container's ID, "" when there is none.
+	ContainerID() string
+}
+
+// Launcher starts backends.
+type Launcher interface {
+	Launch(ctx context.Context, spec *config.Server) (Backend, error)
+}
+
+// Events receives state changes and lifecycle facts (metrics, logs).
+type Events interface {
+	StateChanged(id string, from, to State)
+	ColdStart(id string, d time.Duration, err error)
+	BackendExited(id string, exit string, oom bool)
+}
+
+type noEvents struct{}
+
+func (noEvents) StateChanged(string, State, State)      {}
+func (noEvents) ColdStart(string, time.Duration, error) {}
+func (noEvents) BackendExited(string, string, bool)     {}
+
+// Health is the provider's health bookkeeping (hangar_details.health).
+type Health struct {
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	LastCheck           time.Time `json:"-"`
+	LastSuccessAt       time.Time `json:"-"`
+	LastFailureAt       time.Time `json:"-"`
+	TotalInvocations    int64     `json:"total_invocations"`
+	TotalFailures       int64     `json:"total_failures"`
+}
+
+// instance is one backend incarnation; calls hold it so that an error can
+// be blamed on the right incarnation even after a restart.
+type instance struct {
+	b          Backend
+	startedAt  time.Time
+	stopReason atomic.Pointer[string]
+}
+
+// Options tune a provider; zero values take defaults.
+type Options struct {
+	Now    func() time.Time
+	Events Events
+	Log    *slog.Logger
+	// Global bounds calls across all providers (execution.max_concurrency).
+	Global *Limiter
+	// BackoffBase and BackoffMax shape restart backoff (1s doubling, 60s).
+	BackoffBase, BackoffMax time.Duration
+}
+
+// Provider is one configured MCP server.
+type Provider struct {
+	id       string
+	spec     *config.Server
+	launcher Launcher
+	policy   *ToolPolicy
+	limit    *Limiter
+	opts     Options
+	log      *slog.Logger
+
+	// lifetime ends when the provider is removed; a start in progress is
+	// cancelled with it.
+	lifetime context.Context
+	retire   context.CancelFunc
+
+	mu            sync.Mutex
+	state         State
+	inst          *instance
+	starting      chan struct{} // closed when the start in progress ends
+	lastErr       error
+	tools         []mcpconn.Tool
+	startFailures int       // consecutive failed starts
+	crashes       int       // consecutive crashes without a good call between
+	retryAt       time.Time // no automatic start before this
+	degradedAt    time.Time
+	health        Health
+	lastUsed      time.Time
+	inflight      int
+	lastStderr    string
+	lastExit      string
+}
+
+// New returns a COLD provider.
+func New(spec *config.Server, launcher Launcher, opts Options) *Provider {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Events == nil {
+		opts.Events = noEvents{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.BackoffBase == 0 {
+		opts.BackoffBase = time.Second
+	}
+	if opts.BackoffMax == 0 {
+		opts.BackoffMax = 60 * time.Second
+	}
+	maxConc := spec.MaxConcurrency
+	if maxConc <= 0 {
+		maxConc = 10
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Provider{
+		id:       spec.ID,
+		spec:     spec,
+		launcher: launcher,
+		policy:   PolicyFor(spec.Tools),
+		limit:    NewLimiter(maxConc),
+		opts:     opts,
+		log:      opts.Log.With("mcp_server", spec.ID),
+		lifetime: ctx,
+		retire:   cancel,
+		state:    Cold,
+	}
+}
+
+// ID is the provider's ID.
+func (p *Provider) ID() string { return p.id }
+
+// Spec is the provider's configuration; it never changes (a reload replaces
+// the provider).
+func (p *Provider) Spec() *config.Server { return p.spec }
+
+// Policy is the tool access policy.
+func (p *Provider) Policy() *ToolPolicy { return p.policy }
+
+// setState must be called with p.mu held.
+func (p *Provider) setState(to State) {
+	from := p.state
+	if from == to {
+		return
+	}
+	if !CanTransition(from, to) {
+		p.log.Error("state machine violation", "error", errIllegal(p.id, from, to))
+	}
+	p.state = to
+	p.opts.Events.StateChanged(p.id, from, to)
+}
+
+// backoff returns the delay before restart attempt n (n ≥ 1): base, 2×base,
+// … capped at max.
+func (p *Provider) backoff(n int) time.Duration {
+	d := p.opts.BackoffBase
+	for i := 1; i < n && d < p.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, p.opts.BackoffMax)
+}
+
+// Ensure returns the READY backend, starting it if needed. Concurrent
+// callers share one start (single-flight); none holds the lock across I/O.
+// With force a DEAD provider past its failure limit is started anyway.
+func (p *Provider) Ensure(ctx context.Context, force bool) (*instance, error) {
+	p.mu.Lock()
+	for {
+		switch p.state {
+		case Ready:
+			inst := p.inst
+			p.mu.Unlock()
+			return inst, nil
+		case Initializing:
+			ch := p.starting
+			p.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, p.waitErr(ctx)
+			}
+			p.mu.Lock()
+			continue
+		case Degraded:
+			// A degraded provider keeps serving while it still answers;
+			// the health worker decides when it goes back to COLD.
+			if p.inst != nil {
+				inst := p.inst
+				p.mu.Unlock()
+				return inst, nil
+			}
+		case Dead:
+			now := p.opts.Now()
+			if !force && p.startFailures >= p.spec.MaxConsecutiveFailures && p.spec.MaxConsecutiveFailures > 0 {
+				err := p.unavailable("failed %d starts in a row, use hangar_start to retry: %v", p.startFailures, p.lastErr)
+				p.mu.Unlock()
+				return nil, err
+			}
+			if !force && now.Before(p.retryAt) {
+				err := p.unavailable("restart backoff until %s: %v", p.retryAt.UTC().Format(time.RFC3339), p.lastErr)
+				p.mu.Unlock()
+				return nil, err
+			}
+		}
+		// COLD, or DEAD and eligible: start.
+		ch := make(chan struct{})
+		p.starting = ch
+		p.setState(Initializing)
+		p.mu.Unlock()
+		go p.start(ch)
+		p.mu.Lock()
+	}
+}
+
+func (p *Provider) unavailable(format string, a ...any) error {
+	e := Errorf(KindUnavailable, p.id, format, a...)
+	e.Err = p.lastErr
+	return e
+}
+
+func (p *Provider) waitErr(ctx context.Context) error {
+	return &Error{Kind: KindTimeout, ID: p.id, Detail: "still starting when the call timed out", Err: ctx.Err()}
+}
+
+// start runs one start attempt on its own context: a caller giving up must
+// not abort the start the other callers are waiting for.
+func (p *Provider) start(done chan struct{}) {
+	defer close(done)
+	timeout := p.spec.StartTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(p.lifetime, timeout)
+	defer cancel()
+	began := p.opts.Now()
+
+	b, err := p.launcher.Launch(ctx, p.spec)
+	var tools []mcpconn.Tool
+	if err == nil {
+		tools, err = b.ListTools(ctx)
+		if err != nil {
+			err = errors.Join(errors.New("tools/list after start"), err)
+		}
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = errors.Join(errors.New("no answer within start timeout "+timeout.String()), err)
+	}
+	took := p.opts.Now().Sub(began)
+	p.opts.Events.ColdStart(p.id, took, err)
+
+	if err != nil {
+		stderr := ""
+		if b != nil {
+			stderr = b.Stderr()
+			_ = b.Stop(context.WithoutCancel(ctx))
+		}
+		p.mu.Lock()
+		p.startFailures++
+		p.retryAt = p.opts.Now().Add(p.backoff(p.startFailures))
+		p.lastErr = &Error{Kind: KindStartFailed, ID: p.id, Detail: err.Error(), Err: err}
+		if stderr != "" {
+			p.lastStderr = stderr
+		}
+		p.health.LastFailureAt = p.opts.Now()
+		p.setState(Dead)
+		p.mu.Unlock()
+		p.log.Warn("start failed", "error", err, "attempt", p.startFailures, "took_ms", took.Milliseconds())
+		return
+	}
+
+	inst := &instance{b: b, startedAt: p.opts.Now()}
+	p.mu.Lock()
+	if p.lifetime.Err() != nil {
+		// Removed while starting: nobody will own this backend.
+		p.mu.Unlock()
+		_ = b.Stop(context.Background())
+		return
+	}
+	p.inst = inst
+	p.tools = tools
+	p.startFailures = 0
+	p.lastErr = nil
+	p.lastUsed = p.opts.Now()
+	p.setState(Ready)
+	p.mu.Unlock()
+	p.log.Info("ready", "took_ms", took.Milliseconds(), "tools", len(tools))
+	go p.supervise(inst)
+}
+
+// supervise learns of the backend's end at once (not at the next health
+// check): the provider leaves READY and calls in flight fail with the cause.
+func (p *Provider) supervise(inst *instance) {
+	<-inst.b.Done()
+	exit := inst.b.Exit()
+	stderr := inst.b.Stderr()
+	p.mu.Lock()
+	if stderr != "" {
+		p.lastStderr = stderr
+	}
+	if p.inst != inst {
+		p.mu.Unlock()
+		return // stopped on purpose
+	}
+	p.inst = nil
+	p.crashes++
+	p.lastExit = exit
+	p.lastErr = Errorf(KindCrashed, p.id, "%s", exit)
+	p.health.ConsecutiveFailures++
+	p.health.LastFailureAt = p.opts.Now()
+	// The first crash restarts at once; a crash loop backs off.
+	p.retryAt = p.opts.Now()
+	if p.crashes > 1 {
+		p.retryAt = p.retryAt.Add(p.backoff(p.crashes - 1))
+	}
+	p.setState(Dead)
+	p.mu.Unlock()
+	oom := containsOOM(exit)
+	p.opts.Events.BackendExited(p.id, exit, oom)
+	p.log.Warn("backend exited", "exit", exit)
+}
+
+func containsOOM(exit string) bool {
+	for i := 0; i+3 <= len(exit); i++ {
+		if exit[i:i+3] == "oom" {
+			return true
+		}
+	}
+	return false
+}
+
+// Start brings the provider to READY (hangar_start): a DEAD provider past
+// its failure limit is retried.
+func (p *Provider) Start(ctx context.Context) ([]mcpconn.Tool, error) {
+	if _, err := p.Ensure(ctx, true); err != nil {
+		return nil, err
+	}
+	return p.Tools(), nil
+}
+
+// Stop ends the backend and leaves the provider COLD. With graceful it
+// first waits (until ctx ends) for calls in flight to finish.
+func (p *Provider) Stop(ctx context.Context, reason string, graceful bool) error {
+	p.mu.Lock()
+	for p.state == Initializing {
+		ch := p.starting
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	if graceful {
+		for p.inflight > 0 && ctx.Err() == nil {
+			p.mu.Unlock()
+			sleep(ctx, 20*time.Millisecond)
+			p.mu.Lock()
+		}
+	}
+	inst := p.inst
+	p.inst = nil
+	p.crashes = 0
+	p.startFailures = 0
+	if p.state != Cold {
+		p.setState(Cold)
+	}
+	p.mu.Unlock()
+	if inst == nil {
+		return nil
+	}
+	inst.stopReason.Store(&reason)
+	p.log.Info("stopping", "reason", reason)
+	return inst.b.Stop(ctx)
+}
+
+// Retire stops the provider for good (removal, shutdown).
+func (p *Provider) Retire(ctx context.Context, reason string, graceful bool) error {
+	err := p.Stop(ctx, reason, graceful)
+	p.retire()
+	return err
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// Call invokes a tool. It waits for the concurrency limits and the start of
+// a cold provider until ctx ends.
+func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+	if !p.policy.Allowed(tool) {
+		return nil, Errorf(KindToolNotAllowed, p.id+"."+tool, "blocked by the tool access policy")
+	}
+	release, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	inst, err := p.Ensure(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.inflight++
+	p.mu.Unlock()
+
+	res, err := inst.b.CallTool(ctx, tool, args)
+	if err != nil {
+		err = p.classify(ctx, inst, err)
+	}
+
+	now := p.opts.Now()
+	p.mu.Lock()
+	p.inflight--
+	p.lastUsed = now
+	p.health.TotalInvocations++
+	if err != nil {
+		p.health.TotalFailures++
+	} else if p.inst == inst {
+		p.crashes = 0
+	}
+	p.mu.Unlock()
+	return res, err
+}
+
+// acquire takes the provider's and the global concurrency slots.
+func (p *Provider) acquire(ctx context.Context) (func(), error) {
+	if err := p.limit.Acquire(ctx); err != nil {
+		return nil, Errorf(KindBusy, p.id, "max_concurrency %d reached and no slot freed before the timeout", p.limit.Cap())
+	}
+	if p.opts.Global == nil {
+		return p.limit.Release, nil
+	}
+	if err := p.opts.Global.Acquire(ctx); err != nil {
+		p.limit.Release()
+		return nil, Errorf(KindBusy, p.id, "execution.max_concurrency %d reached and no slot freed before the timeout", p.opts.Global.Cap())
+	}
+	return func() { p.opts.Global.Release(); p.limit.Release() }, nil
+}
+
+// crashWait is how long a failed call waits to learn whether the backend
+// died; the transport sees EOF a moment before the engine reports the exit.
+const crashWait = 500 * time.Millisecond
+
+// classify turns a transport error into the wire error that says why.
+func (p *Provider) classify(ctx context.Context, inst *instance, err error) error {
+	if ctx.Err() != nil {
+		select {
+		case <-inst.b.Done():
+		default:
+			return &Error{Kind: KindTimeout, ID: p.id, Detail: "no answer before the call timeout", Err: err}
+		}
+	}
+	t := time.NewTimer(crashWait)
+	defer t.Stop()
+	select {
+	case <-inst.b.Done():
+		if r := inst.stopReason.Load(); r != nil {
+			return &Error{Kind: KindStopped, ID: p.id, Detail: *r, Err: err}
+		}
+		return &Error{Kind: KindCrashed, ID: p.id, Detail: inst.b.Exit(), Err: err}
+	case <-t.C:
+		return &Error{Kind: KindCallFailed, ID: p.id, Detail: err.Error(), Err: err}
+	}
+}
+
+// Tools returns the tools the policy allows: the predefined ones when the
+// config has them, else the cache from the last tools/list.
+func (p *Provider) Tools() []mcpconn.Tool {
+	var src []mcpconn.Tool
+	if pre := p.spec.Tools.Predefined; len(pre) > 0 {
+		src = make([]mcpconn.Tool, len(pre))
+		for i, t := range pre {
+			src[i] = mcpconn.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		}
+	} else {
+		p.mu.Lock()
+		src = p.tools
+		p.mu.Unlock()
+	}
+	out := make([]mcpconn.Tool, 0, len(src))
+	for _, t := range src {
+		if p.policy.Allowed(t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Predefined reports whether tools come from config rather than the
+// provider.
+func (p *Provider) Predefined() bool { return len(p.spec.Tools.Predefined) > 0 }
+
+// FilteredCount is how many known tools the policy hides.
+func (p *Provider) FilteredCount() int {
+	p.mu.Lock()
+	n := len(p.tools)
+	p.mu.Unlock()
+	if p.Predefined() {
+		n = len(p.spec.Tools.Predefined)
+	}
+	return n - len(p.Tools())
+}
+
+// ToolsOrStart returns the tools, starting a cold provider to learn them
+// unless they are predefined.
+func (p *Provider) ToolsOrStart(ctx context.Context) ([]mcpconn.Tool, error) {
+	if p.Predefined() {
+		return p.Tools(), nil
+	}
+	if _, err := p.Ensure(ctx, false); err != nil {
+		return nil, err
+	}
+	return p.Tools(), nil
+}
+
+// Snapshot is a consistent copy of the provider's observable state.
+type Snapshot struct {
+	ID          string
+	State       State
+	Mode        string
+	Alive       bool
+	ToolsCount  int
+	Health      Health
+	LastUsed    time.Time
+	Inflight    int
+	StartedAt   time.Time
+	LastError   string
+	Stderr      string
+	ContainerID string
+}
+
+// Snapshot returns the provider's state without any I/O.
+func (p *Provider) Snapshot() Snapshot {
+	p.mu.Lock()
+	s := Snapshot{
+		ID:       p.id,
+		State:    p.state,
+		Mode:     p.spec.Mode,
+		Health:   p.health,
+		LastUsed: p.lastUsed,
+		Inflight: p.inflight,
+		Stderr:   p.lastStderr,
+	}
+	if p.lastErr != nil {
+		s.LastError = p.lastErr.Error()
+	}
+	inst := p.inst
+	p.mu.Unlock()
+	if inst != nil {
+		s.Alive = true
+		s.StartedAt = inst.startedAt
+		s.ContainerID = inst.b.ContainerID()
+		if e := inst.b.Stderr(); e != "" {
+			s.Stderr = e
+		}
+	}
+	s.ToolsCount = len(p.Tools())
+	return s
+}
+
+// State returns the current state.
+func (p *Provider) State() State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}

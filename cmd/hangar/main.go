@@ -86,7 +86,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.New(cfg, app.Options{Instance: *instance, AllowedOrigins: splitList(*origins)})
+	a, err := app.New(cfg, app.Options{Instance: *instance})
 	if err != nil {
 		return err
 	}

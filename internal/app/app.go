@@ -20,11 +20,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/moby/moby/client"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -32,10 +34,12 @@ import (
 type Options struct {
 	// Instance names this gateway on the engine (LabelOwner); containers
 	// of another instance are never touched.
-	Instance       string
-	AllowedOrigins []string
-	Log            *slog.Logger // nil: from the config's logging section, on stderr
-	LogOutput      io.Writer    // where a config-built logger writes; nil: stderr
+	Instance  string
+	Log       *slog.Logger // nil: from the config's logging section, on stderr
+	LogOutput io.Writer    // where a config-built logger writes; nil: stderr
+	// WorkerTick is how often health and idle workers look at providers
+	// (default 1s).
+	WorkerTick time.Duration
 }
 
 // App is a running gateway.
@@ -46,6 +50,7 @@ type App struct {
 	Providers *provider.Manager
 	Runtime   *dockerrt.Runtime
 	Engine    *dockerrt.EngineState
+	Metrics   *metrics.Metrics
 	Log       *slog.Logger
 
 	docker *client.Client
@@ -103,10 +108,14 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	rcancel()
 
-	a.Providers = provider.NewManager(&backend.Launcher{Docker: a.Runtime}, provider.Options{
+	a.Metrics = metrics.New()
+	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(ctx)}
+	a.Providers = provider.NewManager(launcher, provider.Options{
 		Log:    log,
 		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
+		Events: a.Metrics,
 	})
+	a.Metrics.SetInflight(a.Providers.Inflight)
 	for _, id := range sortedIDs(cfg) {
 		s := cfg.Servers[id]
 		if s.Mode == config.ModeGroup {
@@ -116,15 +125,44 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		a.Providers.Add(s)
 	}
 
-	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, log)
+	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.MCP = a.Gateway.MCPServer()
 
+	tick := o.WorkerTick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	a.goOwned(func() { a.Runtime.WatchEvents(ctx, cli, a.Engine, a.reconcile) })
+	a.goOwned(func() { a.Providers.RunWorkers(ctx, tick) })
+	if cfg.ConfigReload.Enabled {
+		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
+	}
+	return a, nil
+}
+
+// goOwned runs f as a goroutine the App owns: Close waits for it.
+func (a *App) goOwned(f func()) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		a.Runtime.WatchEvents(ctx, cli, a.Engine, a.reconcile)
+		f()
 	}()
-	return a, nil
+}
+
+// httpNetwork is where containers serving MCP over HTTP go: the gateway's
+// own network when it runs in a container (so it can reach them by IP),
+// else the default bridge, which the host reaches.
+func (a *App) httpNetwork(ctx context.Context) string {
+	host, err := os.Hostname()
+	if err != nil {
+		return "bridge"
+	}
+	for _, n := range a.Runtime.SelfNetworks(ctx, host) {
+		if n != "host" && n != "none" {
+			return n
+		}
+	}
+	return "bridge"
 }
 
 // reconcile runs after the engine comes back: containers that nothing
@@ -144,6 +182,9 @@ func sortedIDs(cfg *config.Config) []string { return slices.Sorted(maps.Keys(cfg
 // ServeHTTP serves the endpoint on ln until ctx ends, then drains: new
 // requests are refused, requests in flight get drainTimeout to finish.
 func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOptions, drainTimeout time.Duration) error {
+	if o.Metrics == nil {
+		o.Metrics = promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})
+	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

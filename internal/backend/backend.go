@@ -1,6 +1,7 @@
 // Package backend starts provider backends: it joins a way of running a
-// provider (a container, a remote endpoint) with an MCP connection to it,
-// and gives the provider package the Backend it supervises.
+// provider (a container, a process, a remote endpoint) with an MCP
+// connection to it, and gives the provider package the Backend it
+// supervises.
 package backend
 
 import (
@@ -15,6 +16,10 @@ import (
 // Launcher starts a backend for any supported mode.
 type Launcher struct {
 	Docker *dockerrt.Runtime // nil when no engine is configured
+	// HTTPNetwork is where containers serving MCP over HTTP are attached:
+	// the gateway's own network when it runs in a container, else the
+	// default bridge (reachable from the host).
+	HTTPNetwork string
 }
 
 var _ provider.Launcher = (*Launcher)(nil)
@@ -26,11 +31,23 @@ func (l *Launcher) Launch(ctx context.Context, s *config.Server) (provider.Backe
 		if l.Docker == nil {
 			return nil, fmt.Errorf("mode docker needs a Docker engine, and none is connected")
 		}
-		if s.Transport != "" && s.Transport != config.TransportStdio {
-			return nil, fmt.Errorf("transport %q for mode docker is not supported yet", s.Transport)
+		switch {
+		case s.AttachContainer != "":
+			return attachDockerStdio(ctx, l.Docker, s)
+		case s.Transport == config.TransportHTTP || s.Transport == config.TransportSSE:
+			network := l.HTTPNetwork
+			if network == "" {
+				network = "bridge"
+			}
+			return launchDockerHTTP(ctx, l.Docker, network, s)
+		default:
+			return launchDockerStdio(ctx, l.Docker, s)
 		}
-		return launchDockerStdio(ctx, l.Docker, s)
+	case config.ModeRemote:
+		return launchRemote(ctx, s)
+	case config.ModeSubprocess:
+		return launchSubprocess(ctx, s)
 	default:
-		return nil, fmt.Errorf("mode %q is not supported", s.Mode)
+		return nil, fmt.Errorf("mode %q cannot be launched", s.Mode)
 	}
 }

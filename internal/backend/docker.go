@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -17,26 +20,102 @@ import (
 // container exited, to report the exit instead of a bare EOF.
 const exitWait = time.Second
 
-// containerBackend is a stdio provider container and its MCP session.
+// containerBackend is a provider container and its MCP session.
 type containerBackend struct {
 	c    *dockerrt.Container
 	conn *mcpconn.Conn
 }
 
+// launchDockerStdio creates a container and speaks MCP over its attached
+// stdin/stdout.
 func launchDockerStdio(ctx context.Context, rt *dockerrt.Runtime, s *config.Server) (*containerBackend, error) {
-	c, err := rt.Run(ctx, SpecFor(s))
+	c, err := rt.Run(ctx, SpecFor(s, ""))
 	if err != nil {
 		return nil, err
 	}
-	conn, err := mcpconn.Connect(ctx, mcpconn.Stdio(c.Stdout, c.Stdin), s.Protocol)
+	return connectContainer(ctx, c, mcpconn.Stdio(c.Stdout, c.Stdin), s.Protocol)
+}
+
+// attachDockerStdio speaks MCP to a running container found by discovery.
+func attachDockerStdio(ctx context.Context, rt *dockerrt.Runtime, s *config.Server) (*containerBackend, error) {
+	c, err := rt.Attach(ctx, s.AttachContainer)
+	if err != nil {
+		return nil, err
+	}
+	return connectContainer(ctx, c, mcpconn.Stdio(c.Stdout, c.Stdin), s.Protocol)
+}
+
+// launchDockerHTTP creates a container serving MCP over HTTP on a network
+// the gateway can reach, waits for its port, then connects.
+func launchDockerHTTP(ctx context.Context, rt *dockerrt.Runtime, network string, s *config.Server) (*containerBackend, error) {
+	c, err := rt.Run(ctx, SpecFor(s, network))
+	if err != nil {
+		return nil, err
+	}
+	ip, err := rt.Address(ctx, c.ID, network)
+	if err != nil {
+		_ = c.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	addr := net.JoinHostPort(ip, strconv.Itoa(s.Port))
+	if err := waitPort(ctx, c, addr); err != nil {
+		_ = c.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	url := "http://" + addr + s.Path
+	var tr transport.Interface
+	if s.Transport == config.TransportSSE {
+		tr, err = mcpconn.SSE(url, nil, connectClient())
+	} else {
+		tr, err = mcpconn.HTTP(url, nil, connectClient())
+	}
+	if err != nil {
+		_ = c.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return connectContainer(ctx, c, tr, s.Protocol)
+}
+
+// waitPort polls until addr accepts connections, the container exits, or
+// ctx ends.
+func waitPort(ctx context.Context, c *dockerrt.Container, addr string) error {
+	var d net.Dialer
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		conn, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			_ = conn.Close()
+			return nil
+		}
+		t := time.NewTimer(25 * time.Millisecond)
+		select {
+		case <-c.Done():
+			t.Stop()
+			return fmt.Errorf("container exited before its port %s answered (%s)%s", addr, c.Exit(), stderrSuffix(c))
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("port %s never answered: %w%s", addr, ctx.Err(), stderrSuffix(c))
+		case <-t.C:
+		}
+	}
+}
+
+func connectContainer(ctx context.Context, c *dockerrt.Container, tr transport.Interface, protocol string) (*containerBackend, error) {
+	conn, err := mcpconn.Connect(ctx, tr, protocol)
 	if err != nil {
 		return nil, handshakeError(ctx, c, err)
 	}
 	return &containerBackend{c: c, conn: conn}, nil
 }
 
-// SpecFor maps a docker server's config onto a container spec.
-func SpecFor(s *config.Server) dockerrt.Spec {
+// SpecFor maps a docker server's config onto a container spec. network is
+// where an HTTP provider must be reachable; the config's own network wins.
+func SpecFor(s *config.Server, network string) dockerrt.Spec {
+	stdio := s.Transport == "" || s.Transport == config.TransportStdio
+	if s.Network != "" {
+		network = s.Network
+	}
 	return dockerrt.Spec{
 		ServerID:    s.ID,
 		Image:       s.Image,
@@ -46,10 +125,10 @@ func SpecFor(s *config.Server) dockerrt.Spec {
 		MemoryBytes: s.Resources.MemoryBytes,
 		NanoCPUs:    s.Resources.NanoCPUs,
 		PidsLimit:   s.Resources.PidsLimit,
-		Network:     s.Network,
+		Network:     network,
 		ReadOnly:    s.ReadOnly,
 		User:        s.User,
-		Stdio:       s.Transport == "" || s.Transport == config.TransportStdio,
+		Stdio:       stdio,
 	}
 }
 

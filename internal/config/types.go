@@ -107,6 +107,15 @@ type Server struct {
 	// group member only
 	Weight   int // default 1
 	Priority int // default 1
+
+	// AttachContainer is set for servers found by discovery in a running
+	// container started with an open stdin: the gateway attaches to that
+	// container instead of creating one, and never stops it. Never read
+	// from a config file.
+	AttachContainer string
+	// Origin says where the server came from: "" (config file), "docker"
+	// or "filesystem" (discovery).
+	Origin string
 }
 
 // Resources are container limits.

@@ -74,6 +74,10 @@ type Container struct {
 	exitErr  string
 	oomed    bool
 	stopOnce sync.Once
+	// foreign containers were started by someone else (discovery): Stop
+	// detaches and never removes them.
+	foreign bool
+	detach  context.CancelFunc
 }
 
 // Done is closed once the container has exited and been removed.
@@ -127,28 +131,8 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 		return nil, err
 	}
 
-	if spec.Stdio {
-		actx, cancel := context.WithTimeout(ctx, shortCallTimeout)
-		att, err := r.api.ContainerAttach(actx, c.ID, client.ContainerAttachOptions{
-			Stream: true, Stdin: true, Stdout: true, Stderr: true,
-		})
-		cancel()
-		if err != nil {
-			return fail(fmt.Errorf("attach container: %w", err))
-		}
-		c.attach = &att.HijackedResponse
-		pr, pw := io.Pipe()
-		c.Stdout = pr
-		c.Stdin = stdinCloser{att.HijackedResponse}
-		go func() {
-			// Tty is off, so the stream is always multiplexed (on API < 1.42
-			// the media type header is empty and cannot tell us).
-			_, err := stdcopy.StdCopy(pw, c.Stderr, att.Reader)
-			if err == nil {
-				err = io.EOF
-			}
-			pw.CloseWithError(err)
-		}()
+	if err := c.attachStreams(ctx, spec.Stdio); err != nil {
+		return fail(err)
 	}
 
 	// The wait outlives the caller's context: it ends when the container
@@ -164,6 +148,41 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 	r.oom.track(c.ID)
 	go c.awaitExit(wait)
 	return c, nil
+}
+
+// attachStreams attaches to the container's output (and stdin for stdio
+// providers). stdout becomes c.Stdout for stdio providers; otherwise it
+// joins stderr in the tail, which is all the gateway wants of it.
+func (c *Container) attachStreams(ctx context.Context, stdin bool) error {
+	actx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+	att, err := c.rt.api.ContainerAttach(actx, c.ID, client.ContainerAttachOptions{
+		Stream: true, Stdin: stdin, Stdout: true, Stderr: true,
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("attach container: %w", err)
+	}
+	c.attach = &att.HijackedResponse
+	var out io.Writer = c.Stderr
+	var pw *io.PipeWriter
+	if stdin {
+		var pr *io.PipeReader
+		pr, pw = io.Pipe()
+		c.Stdout, out = pr, pw
+		c.Stdin = stdinCloser{att.HijackedResponse}
+	}
+	go func() {
+		// Tty is off, so the stream is always multiplexed (on API < 1.42
+		// the media type header is empty and cannot tell us).
+		_, err := stdcopy.StdCopy(out, c.Stderr, att.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		if pw != nil {
+			pw.CloseWithError(err)
+		}
+	}()
+	return nil
 }
 
 func (c *Container) awaitExit(w client.ContainerWaitResult) {
@@ -191,6 +210,11 @@ func (c *Container) awaitExit(w client.ContainerWaitResult) {
 // the container is gone or ctx ends.
 func (c *Container) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
+		if c.foreign {
+			c.attach.Close()
+			c.detach()
+			return
+		}
 		if c.Stdin != nil {
 			_ = c.Stdin.Close()
 		}

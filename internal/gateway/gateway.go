@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/batch"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -36,29 +38,41 @@ const (
 // Gateway holds what the tools act on.
 type Gateway struct {
 	Providers *provider.Manager
-	Batch     *batch.Executor
 	Cache     *batch.Cache
+	Metrics   *metrics.Metrics
 	Engine    *dockerrt.EngineState // nil when no Docker engine is used
 	Log       *slog.Logger
 	Started   time.Time
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config
+	// batch is swapped whole on reload, so a batch in flight keeps the
+	// limits it started with.
+	batch    atomic.Pointer[batch.Executor]
+	reloadMu sync.Mutex
 }
 
 // New returns a gateway over the given parts.
-func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.EngineState, log *slog.Logger) *Gateway {
+func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.EngineState, m *metrics.Metrics, log *slog.Logger) *Gateway {
 	g := &Gateway{
 		Providers: providers,
 		Cache:     batch.NewCache(10*time.Minute, 256<<20),
+		Metrics:   m,
 		Engine:    engine,
 		Log:       log,
 		Started:   time.Now(),
 		cfg:       cfg,
 	}
-	g.Batch = &batch.Executor{Invoke: g.invoke, Limits: limitsOf(cfg), Cache: g.Cache, Log: log}
+	g.setBatchLimits(cfg)
 	return g
 }
+
+func (g *Gateway) setBatchLimits(cfg *config.Config) {
+	g.batch.Store(&batch.Executor{Invoke: g.invoke, Limits: limitsOf(cfg), Cache: g.Cache, Log: g.Log})
+}
+
+// Batch is the executor of hangar_call.
+func (g *Gateway) Batch() *batch.Executor { return g.batch.Load() }
 
 func limitsOf(cfg *config.Config) batch.Limits {
 	l := batch.DefaultLimits()

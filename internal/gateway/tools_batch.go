@@ -18,7 +18,7 @@ const (
 )
 
 func (g *Gateway) batchTools() []server.ServerTool {
-	lim := g.Batch.Limits
+	lim := g.Batch().Limits
 	return []server.ServerTool{
 		{Tool: mcp.NewTool("hangar_call",
 			mcp.WithDescription("Invoke tools on MCP servers. Supports single calls and parallel batch execution with two-level concurrency control (per-batch and system-wide). May start cold MCP servers."),
@@ -62,11 +62,12 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if err != nil {
 		return fail(err)
 	}
-	r, problems := batch.Parse(a, g.Batch.Limits)
+	ex := g.Batch()
+	r, problems := batch.Parse(a, ex.Limits)
 	if len(problems) > 0 {
 		return ok(batch.Invalid(problems))
 	}
-	return ok(g.Batch.Run(ctx, r))
+	return ok(ex.Run(ctx, r))
 }
 
 func (g *Gateway) fetchContinuation(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

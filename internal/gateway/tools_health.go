@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -15,7 +18,80 @@ func (g *Gateway) healthTools() []server.ServerTool {
 			mcp.WithDescription("System-wide health summary with MCP server state counts and security information."),
 			mcp.WithReadOnlyHintAnnotation(true),
 		), Handler: g.health},
+		{Tool: mcp.NewTool("hangar_metrics",
+			mcp.WithDescription("MCP Server metrics in JSON or Prometheus exposition format."),
+			mcp.WithString("format", mcp.DefaultString("json"), mcp.Enum("json", "prometheus"),
+				mcp.Description(`Output format: "json" or "prometheus"`)),
+			mcp.WithReadOnlyHintAnnotation(true),
+		), Handler: g.metrics},
 	}
+}
+
+func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	format := req.GetString("format", "json")
+	if g.Metrics == nil {
+		return fail(errors.New("metrics are not enabled"))
+	}
+	switch format {
+	case "prometheus":
+		text, err := g.Metrics.Text()
+		if err != nil {
+			return fail(err)
+		}
+		return ok(map[string]any{"metrics": text})
+	case "json":
+	default:
+		return fail(fmt.Errorf("invalid format: %q (want json or prometheus)", format))
+	}
+	sum, err := g.Metrics.Summarize()
+	if err != nil {
+		return fail(err)
+	}
+	servers := map[string]any{}
+	var calls, errs int64
+	for _, p := range g.Providers.List() {
+		s := p.Snapshot()
+		t := sum.Servers[s.ID]
+		if t == nil {
+			t = &metrics.ServerTotals{}
+		}
+		var avg float64
+		if t.LatencyCount > 0 {
+			avg = t.LatencySumMs / float64(t.LatencyCount)
+		}
+		servers[s.ID] = map[string]any{
+			"state": s.State, "mode": s.Mode, "tools_count": s.ToolsCount,
+			"invocations": t.Invocations, "errors": t.Errors, "avg_latency_ms": avg,
+		}
+		calls += t.Invocations
+		errs += t.Errors
+	}
+	var avgCold float64
+	if sum.ColdStarts > 0 {
+		avgCold = sum.ColdStartSumMs / float64(sum.ColdStarts)
+	}
+	return ok(map[string]any{
+		"mcp_servers": servers,
+		"groups":      map[string]any{},
+		"tool_calls":  sum.Tools,
+		"discovery":   map[string]any{"scans": sum.DiscoveryScans, "total_scan_ms": sum.DiscoverySumMs},
+		"errors":      sum.ErrorsByType,
+		"performance": map[string]any{
+			"cold_starts":           sum.ColdStarts,
+			"cold_start_failures":   sum.ColdStartFails,
+			"avg_cold_start_ms":     avgCold,
+			"health_checks":         sum.HealthChecks,
+			"goroutines":            sum.Goroutines,
+			"resident_memory_bytes": sum.ResidentBytes,
+			"heap_alloc_bytes":      sum.HeapBytes,
+		},
+		"summary": map[string]any{
+			"total_mcp_servers": len(servers),
+			"total_groups":      0,
+			"total_tool_calls":  calls,
+			"total_errors":      errs,
+		},
+	})
 }
 
 func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -32,7 +32,19 @@ func (g *Gateway) lifecycleTools() []server.ServerTool {
 			mcp.WithDescription("Human-readable health dashboard with state indicators for all MCP servers and groups."),
 			mcp.WithReadOnlyHintAnnotation(true),
 		), Handler: g.status},
+		{Tool: mcp.NewTool("hangar_reload_config",
+			mcp.WithDescription("Reload configuration from disk, applying MCP server additions, removals, and updates."),
+			mcp.WithBoolean("graceful", mcp.DefaultBool(true), mcp.Description("Wait for idle before stopping modified/removed MCP servers")),
+		), Handler: g.reload},
 	}
+}
+
+func (g *Gateway) reload(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	r := g.Reload(ctx, req.GetBool("graceful", true))
+	if r.Status != "success" {
+		return ok(map[string]any{"status": r.Status, "message": r.Message, "error_type": r.ErrorType, "duration_ms": r.DurationMs})
+	}
+	return ok(r)
 }
 
 // healthStatus condenses state and failures into one word.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sort"
 	"sync"
@@ -24,6 +25,12 @@ type Manager struct {
 
 // NewManager returns an empty manager; opts apply to every provider.
 func NewManager(launcher Launcher, opts Options) *Manager {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Events == nil {
+		opts.Events = NoEvents{}
+	}
 	return &Manager{launcher: launcher, opts: opts, providers: map[string]*Provider{}}
 }
 
@@ -51,6 +58,7 @@ func (m *Manager) Add(spec *config.Server) *Provider {
 	m.providers[spec.ID] = p
 	m.resort()
 	m.mu.Unlock()
+	m.opts.Events.StateChanged(spec.ID, "", Cold)
 	return p
 }
 
@@ -62,6 +70,7 @@ func (m *Manager) Remove(id string) (*Provider, bool) {
 	if ok {
 		delete(m.providers, id)
 		m.resort()
+		m.opts.Events.Removed(id)
 	}
 	return p, ok
 }
@@ -93,6 +102,17 @@ func (m *Manager) StopAll(ctx context.Context, reason string) error {
 		g.Go(func() error { return p.Retire(ctx, reason, false) })
 	}
 	return g.Wait()
+}
+
+// Inflight returns the calls in flight by provider (metrics).
+func (m *Manager) Inflight() map[string]int {
+	out := map[string]int{}
+	for _, p := range m.List() {
+		p.mu.Lock()
+		out[p.id] = p.inflight
+		p.mu.Unlock()
+	}
+	return out
 }
 
 // Tracks reports whether a running provider owns the container (reaper).

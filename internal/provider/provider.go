@@ -41,13 +41,24 @@ type Events interface {
 	StateChanged(id string, from, to State)
 	ColdStart(id string, d time.Duration, err error)
 	BackendExited(id string, exit string, oom bool)
+	// CallDone reports a finished tool call; outcome is "success" or an
+	// error kind.
+	CallDone(id, tool, outcome string, d time.Duration)
+	HealthChecked(id string, err error)
+	// Removed says the provider is gone for good; per-provider series can
+	// be dropped.
+	Removed(id string)
 }
 
-type noEvents struct{}
+// NoEvents ignores everything.
+type NoEvents struct{}
 
-func (noEvents) StateChanged(string, State, State)      {}
-func (noEvents) ColdStart(string, time.Duration, error) {}
-func (noEvents) BackendExited(string, string, bool)     {}
+func (NoEvents) StateChanged(string, State, State)              {}
+func (NoEvents) ColdStart(string, time.Duration, error)         {}
+func (NoEvents) BackendExited(string, string, bool)             {}
+func (NoEvents) CallDone(string, string, string, time.Duration) {}
+func (NoEvents) HealthChecked(string, error)                    {}
+func (NoEvents) Removed(string)                                 {}
 
 // Health is the provider's health bookkeeping (hangar_details.health).
 type Health struct {
@@ -102,7 +113,9 @@ type Provider struct {
 	startFailures int       // consecutive failed starts
 	crashes       int       // consecutive crashes without a good call between
 	retryAt       time.Time // no automatic start before this
-	degradedAt    time.Time
+	degradedUntil time.Time // a degraded provider is re-checked after this
+	degradations  int       // consecutive degradations, for the backoff
+	checking      bool      // a health check is running
 	health        Health
 	lastUsed      time.Time
 	inflight      int
@@ -116,7 +129,7 @@ func New(spec *config.Server, launcher Launcher, opts Options) *Provider {
 		opts.Now = time.Now
 	}
 	if opts.Events == nil {
-		opts.Events = noEvents{}
+		opts.Events = NoEvents{}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -182,12 +195,18 @@ func (p *Provider) backoff(n int) time.Duration {
 // Ensure returns the READY backend, starting it if needed. Concurrent
 // callers share one start (single-flight); none holds the lock across I/O.
 // With force a DEAD provider past its failure limit is started anyway.
-func (p *Provider) Ensure(ctx context.Context, force bool) (*instance, error) {
+// With hold the call is counted in flight under the same lock that found
+// the backend, so idle collection can never take it away in between; the
+// caller must then call done.
+func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, error) {
 	p.mu.Lock()
 	for {
 		switch p.state {
 		case Ready:
 			inst := p.inst
+			if hold {
+				p.inflight++
+			}
 			p.mu.Unlock()
 			return inst, nil
 		case Initializing:
@@ -205,6 +224,9 @@ func (p *Provider) Ensure(ctx context.Context, force bool) (*instance, error) {
 			// the health worker decides when it goes back to COLD.
 			if p.inst != nil {
 				inst := p.inst
+				if hold {
+					p.inflight++
+				}
 				p.mu.Unlock()
 				return inst, nil
 			}
@@ -350,7 +372,7 @@ func containsOOM(exit string) bool {
 // Start brings the provider to READY (hangar_start): a DEAD provider past
 // its failure limit is retried.
 func (p *Provider) Start(ctx context.Context) ([]mcpconn.Tool, error) {
-	if _, err := p.Ensure(ctx, true); err != nil {
+	if _, err := p.Ensure(ctx, true, false); err != nil {
 		return nil, err
 	}
 	return p.Tools(), nil
@@ -421,14 +443,12 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 	}
 	defer release()
 
-	inst, err := p.Ensure(ctx, false)
+	began := p.opts.Now()
+	inst, err := p.Ensure(ctx, false, true)
 	if err != nil {
+		p.opts.Events.CallDone(p.id, tool, KindOf(err), p.opts.Now().Sub(began))
 		return nil, err
 	}
-	p.mu.Lock()
-	p.inflight++
-	p.mu.Unlock()
-
 	res, err := inst.b.CallTool(ctx, tool, args)
 	if err != nil {
 		err = p.classify(ctx, inst, err)
@@ -445,6 +465,14 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 		p.crashes = 0
 	}
 	p.mu.Unlock()
+	outcome := "success"
+	switch {
+	case err != nil:
+		outcome = KindOf(err)
+	case res != nil && res.IsError:
+		outcome = KindToolError
+	}
+	p.opts.Events.CallDone(p.id, tool, outcome, now.Sub(began))
 	return res, err
 }
 
@@ -533,7 +561,7 @@ func (p *Provider) ToolsOrStart(ctx context.Context) ([]mcpconn.Tool, error) {
 	if p.Predefined() {
 		return p.Tools(), nil
 	}
-	if _, err := p.Ensure(ctx, false); err != nil {
+	if _, err := p.Ensure(ctx, false, false); err != nil {
 		return nil, err
 	}
 	return p.Tools(), nil

@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+)
+
+// ReasonReload is the stop reason of providers a reload removes or changes.
+const ReasonReload = "config_reload"
+
+// gracefulReloadWait bounds how long a graceful reload waits for calls in
+// flight on a provider it removes or changes.
+const gracefulReloadWait = 60 * time.Second
+
+// ReloadResult is hangar_reload_config's answer.
+type ReloadResult struct {
+	Status     string   `json:"status"`
+	Message    string   `json:"message"`
+	Added      []string `json:"mcp_servers_added"`
+	Removed    []string `json:"mcp_servers_removed"`
+	Updated    []string `json:"mcp_servers_updated"`
+	Unchanged  []string `json:"mcp_servers_unchanged"`
+	DurationMs float64  `json:"duration_ms"`
+	ErrorType  string   `json:"error_type,omitempty"`
+}
+
+// Reload re-reads the config file and applies the difference: removed and
+// changed providers are stopped (gracefully: after their calls in flight),
+// new and changed ones are registered COLD, unchanged ones are not touched.
+// A config that does not load leaves everything as it was.
+func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	began := time.Now()
+	old := g.Config()
+	res := ReloadResult{}
+	finish := func() ReloadResult {
+		res.DurationMs = float64(time.Since(began).Microseconds()) / 1000
+		return res
+	}
+	if old.Source == "" {
+		res.Status, res.ErrorType, res.Message = "failed", "no_config_file", "the running config was not read from a file"
+		return finish()
+	}
+	next, err := config.Load(old.Source)
+	if err != nil {
+		res.Status, res.Message = "failed", "configuration rejected, the running configuration stays in force: "+err.Error()
+		res.ErrorType = "invalid_config"
+		var ve *config.ValidationError
+		if !errors.As(err, &ve) {
+			res.ErrorType = "read_error"
+		}
+		g.Log.Warn("config reload rejected", "error", err)
+		return finish()
+	}
+	d := config.Diff(old, next)
+	res.Added, res.Removed, res.Updated, res.Unchanged = nonNil(d.Added), nonNil(d.Removed), nonNil(d.Updated), nonNil(d.Unchanged)
+
+	wait := context.WithoutCancel(ctx)
+	if graceful {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(wait, gracefulReloadWait)
+		defer cancel()
+	}
+	var eg errgroup.Group
+	eg.SetLimit(8)
+	for _, id := range slices.Concat(d.Removed, d.Updated, d.Added) {
+		// A discovered server of the same name gives way to the file.
+		if p, ok := g.Providers.Remove(id); ok {
+			eg.Go(func() error { return p.Retire(wait, ReasonReload, graceful) })
+		}
+	}
+	if err := eg.Wait(); err != nil {
+		g.Log.Warn("config reload: stopping a provider", "error", err)
+	}
+	for _, id := range slices.Concat(d.Updated, d.Added) {
+		if s := next.Servers[id]; s.Mode != config.ModeGroup {
+			g.Providers.Add(s)
+		}
+	}
+	g.setConfig(next)
+	g.setBatchLimits(next)
+	res.Status = "success"
+	res.Message = fmt.Sprintf("Configuration reloaded: %d added, %d removed, %d updated, %d unchanged",
+		len(d.Added), len(d.Removed), len(d.Updated), len(d.Unchanged))
+	g.Log.Info("config reloaded", "added", d.Added, "removed", d.Removed, "updated", d.Updated)
+	return finish()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// WatchConfig reloads when the config file's content changes, checking
+// every interval, until ctx ends. Content, not mtime, decides, so an
+// editor's save of identical bytes is not a reload.
+func (g *Gateway) WatchConfig(ctx context.Context, interval time.Duration) {
+	path := g.Config().Source
+	if path == "" {
+		return
+	}
+	last, _ := fileHash(path)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h, err := fileHash(path)
+		if err != nil || h == last {
+			continue
+		}
+		last = h
+		r := g.Reload(ctx, true)
+		g.Log.Info("config file changed", "status", r.Status, "message", r.Message)
+	}
+}
+
+func fileHash(path string) ([32]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}

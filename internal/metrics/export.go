@@ -1,0 +1,132 @@
+package metrics
+
+import (
+	"bytes"
+	"fmt"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// Text renders the registry in the Prometheus text exposition format, the
+// same bytes /metrics serves.
+func (m *Metrics) Text() (string, error) {
+	families, err := m.Registry.Gather()
+	if err != nil {
+		return "", fmt.Errorf("gather metrics: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			return "", fmt.Errorf("encode metrics: %w", err)
+		}
+	}
+	return buf.String(), nil
+}
+
+// ServerTotals are one MCP server's call figures.
+type ServerTotals struct {
+	Invocations  int64
+	Errors       int64
+	LatencySumMs float64
+	LatencyCount int64
+}
+
+// ToolTotals are one tool's call figures.
+type ToolTotals struct {
+	Count  int64 `json:"count"`
+	Errors int64 `json:"errors"`
+}
+
+// Summary is what hangar_metrics' JSON form is built from.
+type Summary struct {
+	Servers        map[string]*ServerTotals
+	Tools          map[string]*ToolTotals // "server.tool"
+	ErrorsByType   map[string]int64
+	ColdStarts     int64
+	ColdStartFails int64
+	ColdStartSumMs float64
+	HealthChecks   map[string]int64 // by outcome
+	DiscoveryScans int64
+	DiscoverySumMs float64
+	Goroutines     float64
+	ResidentBytes  float64
+	HeapBytes      float64
+}
+
+// Summarize reads the registry back into per-server and per-tool totals.
+func (m *Metrics) Summarize() (*Summary, error) {
+	families, err := m.Registry.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather metrics: %w", err)
+	}
+	s := &Summary{
+		Servers: map[string]*ServerTotals{}, Tools: map[string]*ToolTotals{},
+		ErrorsByType: map[string]int64{}, HealthChecks: map[string]int64{},
+	}
+	server := func(id string) *ServerTotals {
+		t, ok := s.Servers[id]
+		if !ok {
+			t = &ServerTotals{}
+			s.Servers[id] = t
+		}
+		return t
+	}
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			l := labels(mt)
+			switch f.GetName() {
+			case "hangar_tool_calls_total":
+				n := int64(mt.GetCounter().GetValue())
+				st := server(l[lServer])
+				st.Invocations += n
+				key := l[lServer] + "." + l[lTool]
+				tt, ok := s.Tools[key]
+				if !ok {
+					tt = &ToolTotals{}
+					s.Tools[key] = tt
+				}
+				tt.Count += n
+				if l[lOutcome] != "success" {
+					st.Errors += n
+					tt.Errors += n
+					s.ErrorsByType[l[lOutcome]] += n
+				}
+			case "hangar_tool_call_duration_seconds":
+				st := server(l[lServer])
+				st.LatencySumMs += mt.GetHistogram().GetSampleSum() * 1000
+				st.LatencyCount += int64(mt.GetHistogram().GetSampleCount())
+			case "hangar_cold_starts_total":
+				n := int64(mt.GetCounter().GetValue())
+				s.ColdStarts += n
+				if l[lOutcome] != "success" {
+					s.ColdStartFails += n
+				}
+			case "hangar_cold_start_duration_seconds":
+				s.ColdStartSumMs += mt.GetHistogram().GetSampleSum() * 1000
+			case "hangar_health_checks_total":
+				s.HealthChecks[l[lOutcome]] += int64(mt.GetCounter().GetValue())
+			case "hangar_discovery_scans_total":
+				s.DiscoveryScans += int64(mt.GetCounter().GetValue())
+			case "hangar_discovery_scan_duration_seconds":
+				s.DiscoverySumMs += mt.GetHistogram().GetSampleSum() * 1000
+			case "go_goroutines":
+				s.Goroutines = mt.GetGauge().GetValue()
+			case "process_resident_memory_bytes":
+				s.ResidentBytes = mt.GetGauge().GetValue()
+			case "go_memstats_heap_alloc_bytes":
+				s.HeapBytes = mt.GetGauge().GetValue()
+			}
+		}
+	}
+	return s, nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := make(map[string]string, len(m.GetLabel()))
+	for _, lp := range m.GetLabel() {
+		out[lp.GetName()] = lp.GetValue()
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+// Package metrics holds hangar's Prometheus collectors. The registry is the
+// single source of truth: /metrics and hangar_metrics (both formats) are
+// rendered from it.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// Label names.
+const (
+	lServer  = "mcp_server"
+	lTool    = "tool"
+	lOutcome = "outcome"
+	lState   = "state"
+	lReason  = "reason"
+)
+
+var allStates = []provider.State{provider.Cold, provider.Initializing, provider.Ready, provider.Degraded, provider.Dead}
+
+// Metrics implements provider.Events by recording into a registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	calls          *prometheus.CounterVec
+	callDuration   *prometheus.HistogramVec
+	state          *prometheus.GaugeVec
+	coldStarts     *prometheus.CounterVec
+	coldStartDur   *prometheus.HistogramVec
+	containerExits *prometheus.CounterVec
+	ooms           *prometheus.CounterVec
+	healthChecks   *prometheus.CounterVec
+	inflight       *inflightCollector
+	discovery      *prometheus.CounterVec
+	discoveryDur   prometheus.Histogram
+}
+
+var _ provider.Events = (*Metrics)(nil)
+
+// New registers every collector, the Go runtime's and the process's
+// included, on a fresh registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hangar_tool_calls_total", Help: "Tool calls by MCP server, tool and outcome (success, tool_error or an error kind).",
+		}, []string{lServer, lTool, lOutcome}),
+		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hangar_tool_call_duration_seconds", Help: "Tool call latency through the gateway, including any cold start.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{lServer}),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hangar_provider_state", Help: "1 for the state each MCP server is in, 0 for the others.",
+		}, []string{lServer, lState}),
+		coldStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hangar_cold_starts_total", Help: "Starts of MCP servers (container or process plus MCP handshake) by outcome.",
+		}, []string{lServer, lOutcome}),
+		coldStartDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hangar_cold_start_duration_seconds", Help: "Time from COLD to READY (or to the failure).",
+			Buckets: []float64{.05, .1, .2, .3, .5, .75, 1, 2, 5, 10, 30},
+		}, []string{lServer}),
+		containerExits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hangar_backend_exits_total", Help: "Unplanned exits of running MCP server containers or processes.",
+		}, []string{lServer}),
+		ooms: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hangar_container_oom_kills_total", Help: "MCP server containers killed for running out of memory.",
+		}, []string{lServer}),
+		healthChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hangar_health_checks_total", Help: "Active health checks (tools/list) by outcome.",
+		}, []string{lServer, lOutcome}),
+		inflight: &inflightCollector{desc: prometheus.NewDesc("hangar_inflight_calls",
+			"Tool calls in flight per MCP server.", []string{lServer}, nil)},
+		discovery: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hangar_discovery_scans_total", Help: "Discovery scans by outcome.",
+		}, []string{lOutcome}),
+		discoveryDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "hangar_discovery_scan_duration_seconds", Help: "Duration of discovery scans.",
+			Buckets: prometheus.DefBuckets,
+		}),
+	}
+	m.Registry.MustRegister(m.calls, m.callDuration, m.state, m.coldStarts, m.coldStartDur,
+		m.containerExits, m.ooms, m.healthChecks, m.inflight, m.discovery, m.discoveryDur,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// StateChanged implements provider.Events.
+func (m *Metrics) StateChanged(id string, _, to provider.State) {
+	for _, s := range allStates {
+		v := 0.0
+		if s == to {
+			v = 1
+		}
+		m.state.WithLabelValues(id, string(s)).Set(v)
+	}
+}
+
+// Registered sets the state series of a new provider (COLD).
+func (m *Metrics) Registered(id string) { m.StateChanged(id, "", provider.Cold) }
+
+// ColdStart implements provider.Events.
+func (m *Metrics) ColdStart(id string, d time.Duration, err error) {
+	outcome := "success"
+	if err != nil {
+		outcome = "failure"
+	}
+	m.coldStarts.WithLabelValues(id, outcome).Inc()
+	m.coldStartDur.WithLabelValues(id).Observe(d.Seconds())
+}
+
+// BackendExited implements provider.Events.
+func (m *Metrics) BackendExited(id, _ string, oom bool) {
+	m.containerExits.WithLabelValues(id).Inc()
+	if oom {
+		m.ooms.WithLabelValues(id).Inc()
+	}
+}
+
+// CallDone implements provider.Events.
+func (m *Metrics) CallDone(id, tool, outcome string, d time.Duration) {
+	m.calls.WithLabelValues(id, tool, outcome).Inc()
+	m.callDuration.WithLabelValues(id).Observe(d.Seconds())
+}
+
+// HealthChecked implements provider.Events.
+func (m *Metrics) HealthChecked(id string, err error) {
+	outcome := "success"
+	if err != nil {
+		outcome = "failure"
+		if errors.Is(err, context.DeadlineExceeded) {
+			outcome = "timeout"
+		}
+	}
+	m.healthChecks.WithLabelValues(id, outcome).Inc()
+}
+
+// Removed implements provider.Events: the provider's series go away.
+func (m *Metrics) Removed(id string) {
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.calls, m.callDuration, m.state, m.coldStarts, m.coldStartDur, m.containerExits, m.ooms, m.healthChecks} {
+		v.DeletePartialMatch(prometheus.Labels{lServer: id})
+	}
+}
+
+// DiscoveryScan records a discovery scan.
+func (m *Metrics) DiscoveryScan(d time.Duration, errs int) {
+	outcome := "success"
+	if errs > 0 {
+		outcome = "with_errors"
+	}
+	m.discovery.WithLabelValues(outcome).Inc()
+	m.discoveryDur.Observe(d.Seconds())
+}
+
+// SetInflight gives the collector its source: calls in flight by MCP
+// server, read at scrape time so nothing is counted twice.
+func (m *Metrics) SetInflight(f func() map[string]int) { m.inflight.set(f) }
+
+type inflightCollector struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	f    func() map[string]int
+}
+
+func (c *inflightCollector) set(f func() map[string]int) {
+	c.mu.Lock()
+	c.f = f
+	c.mu.Unlock()
+}
+
+func (c *inflightCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *inflightCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	f := c.f
+	c.mu.Unlock()
+	if f == nil {
+		return
+	}
+	for id, n := range f() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), id)
+	}
+}

@@ -2,6 +2,8 @@
 //
 //	hangar serve [--config FILE] [--listen HOST:PORT | --stdio]
 //	hangar config check FILE
+//	hangar call [--url URL] TOOL [JSON-ARGUMENTS]
+//	hangar healthz [URL]
 //	hangar version
 package main
 
@@ -27,6 +29,8 @@ const usage = `hangar — a container-native MCP gateway
 Usage:
   hangar serve [--config FILE] [--listen HOST:PORT | --stdio] [--instance NAME]
   hangar config check FILE
+  hangar call [--url URL] TOOL [JSON-ARGUMENTS]
+  hangar healthz [URL]
   hangar version
 
 The config file is --config, else $MCP_CONFIG, else ./config.yaml.
@@ -43,6 +47,14 @@ func main() {
 		err = serve(os.Args[2:])
 	case "config":
 		err = configCmd(os.Args[2:])
+	case "call":
+		err = callCmd(os.Args[2:])
+	case "healthz":
+		url := "http://127.0.0.1:8080/healthz"
+		if len(os.Args) > 2 {
+			url = os.Args[2]
+		}
+		err = app.Healthz(context.Background(), url)
 	case "version", "--version":
 		fmt.Println("hangar", gateway.Version)
 	case "help", "-h", "--help":
@@ -67,6 +79,21 @@ func configCmd(args []string) error {
 	}
 	fmt.Printf("%s: ok (%d MCP servers)\n", args[1], len(cfg.Servers))
 	return nil
+}
+
+func callCmd(args []string) error {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	url := fs.String("url", envOr("HANGAR_URL", "http://127.0.0.1:8080/mcp"), "the gateway's MCP endpoint")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return errors.New("usage: hangar call [--url URL] TOOL [JSON-ARGUMENTS]")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	return app.CallTool(ctx, *url, fs.Arg(0), fs.Arg(1), os.Stdout)
 }
 
 func serve(args []string) error {

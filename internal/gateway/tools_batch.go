@@ -62,7 +62,8 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if err != nil {
 		return fail(err)
 	}
-	ex := g.Batch()
+	ex := *g.Batch()
+	ex.Log = g.logFrom(ctx) // batch log lines carry the call's correlation ID
 	r, problems := batch.Parse(a, ex.Limits)
 	if len(problems) > 0 {
 		return ok(batch.Invalid(problems))

@@ -33,21 +33,30 @@ func (l *Launcher) Launch(ctx context.Context, s *config.Server) (provider.Backe
 		}
 		switch {
 		case s.AttachContainer != "":
-			return attachDockerStdio(ctx, l.Docker, s)
+			return nilIfErr(attachDockerStdio(ctx, l.Docker, s))
 		case s.Transport == config.TransportHTTP || s.Transport == config.TransportSSE:
 			network := l.HTTPNetwork
 			if network == "" {
 				network = "bridge"
 			}
-			return launchDockerHTTP(ctx, l.Docker, network, s)
+			return nilIfErr(launchDockerHTTP(ctx, l.Docker, network, s))
 		default:
-			return launchDockerStdio(ctx, l.Docker, s)
+			return nilIfErr(launchDockerStdio(ctx, l.Docker, s))
 		}
 	case config.ModeRemote:
-		return launchRemote(ctx, s)
+		return nilIfErr(launchRemote(ctx, s))
 	case config.ModeSubprocess:
-		return launchSubprocess(ctx, s)
+		return nilIfErr(launchSubprocess(ctx, s))
 	default:
 		return nil, fmt.Errorf("mode %q cannot be launched", s.Mode)
 	}
+}
+
+// nilIfErr converts a concrete backend to the interface, as nil when err is
+// set (a nil *T in an interface is not nil).
+func nilIfErr[T provider.Backend](b T, err error) (provider.Backend, error) {
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -135,6 +135,11 @@ func SpecFor(s *config.Server, network string) dockerrt.Spec {
 // handshakeError names the real cause of a failed handshake: the container
 // exited (with its code and last stderr), or it never answered.
 func handshakeError(ctx context.Context, c *dockerrt.Container, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// It never answered: no grace for a container that ignores us.
+		c.Kill(context.WithoutCancel(ctx))
+		return fmt.Errorf("no answer to the MCP handshake: %w%s", err, stderrSuffix(c))
+	}
 	t := time.NewTimer(exitWait)
 	defer t.Stop()
 	select {
@@ -143,9 +148,6 @@ func handshakeError(ctx context.Context, c *dockerrt.Container, err error) error
 	case <-t.C:
 	}
 	_ = c.Stop(context.WithoutCancel(ctx))
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("no answer to the MCP handshake: %w%s", err, stderrSuffix(c))
-	}
 	return fmt.Errorf("MCP handshake: %w%s", err, stderrSuffix(c))
 }
 

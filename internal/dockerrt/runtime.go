@@ -234,6 +234,26 @@ func (c *Container) Stop(ctx context.Context) error {
 	}
 }
 
+// Kill removes the container at once, without the grace Stop gives, and
+// waits (until ctx ends) for it to be gone. A foreign container is only
+// detached.
+func (c *Container) Kill(ctx context.Context) {
+	if c.foreign {
+		_ = c.Stop(ctx)
+		return
+	}
+	c.stopOnce.Do(func() {
+		if c.Stdin != nil {
+			_ = c.Stdin.Close()
+		}
+		c.rt.remove(c.ID)
+	})
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+	}
+}
+
 func (r *Runtime) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), shortCallTimeout)
 	defer cancel()

@@ -218,6 +218,13 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 				return nil, p.waitErr(ctx)
 			}
 			p.mu.Lock()
+			if p.state == Dead {
+				// The start this caller waited for failed: that failure
+				// is the answer, not a reason to start again.
+				err := p.lastErr
+				p.mu.Unlock()
+				return nil, err
+			}
 			continue
 		case Degraded:
 			// A degraded provider keeps serving while it still answers;
@@ -449,10 +456,15 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 		p.opts.Events.CallDone(p.id, tool, KindOf(err), p.opts.Now().Sub(began))
 		return nil, err
 	}
-	res, err := inst.b.CallTool(ctx, tool, args)
-	if err != nil {
-		err = p.classify(ctx, inst, err)
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if p.spec.CallTimeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, p.spec.CallTimeout)
 	}
+	res, err := inst.b.CallTool(cctx, tool, args)
+	if err != nil {
+		err = p.classify(cctx, inst, err)
+	}
+	cancel()
 
 	now := p.opts.Now()
 	p.mu.Lock()

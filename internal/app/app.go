@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
@@ -53,10 +54,12 @@ type App struct {
 	Metrics   *metrics.Metrics
 	Log       *slog.Logger
 
-	docker *client.Client
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	docker    *client.Client
+	discovery *discovery.Service // nil when discovery is off
+	selfNets  []string
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // NewLogger builds the slog logger the config asks for.
@@ -109,7 +112,8 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	rcancel()
 
 	a.Metrics = metrics.New()
-	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(ctx)}
+	a.selfNets = a.selfNetworks(ctx)
+	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork()}
 	a.Providers = provider.NewManager(launcher, provider.Options{
 		Log:    log,
 		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
@@ -127,6 +131,14 @@ func New(cfg *config.Config, o Options) (*App, error) {
 
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.MCP = a.Gateway.MCPServer()
+
+	if cfg.Discovery.Enabled {
+		if err := a.startDiscovery(ctx, launcher); err != nil {
+			cancel()
+			_ = cli.Close()
+			return nil, err
+		}
+	}
 
 	tick := o.WorkerTick
 	if tick <= 0 {
@@ -149,15 +161,21 @@ func (a *App) goOwned(f func()) {
 	}()
 }
 
+// selfNetworks are the networks of the gateway's own container, none when
+// it runs on a host.
+func (a *App) selfNetworks(ctx context.Context) []string {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil
+	}
+	return a.Runtime.SelfNetworks(ctx, host)
+}
+
 // httpNetwork is where containers serving MCP over HTTP go: the gateway's
 // own network when it runs in a container (so it can reach them by IP),
 // else the default bridge, which the host reaches.
-func (a *App) httpNetwork(ctx context.Context) string {
-	host, err := os.Hostname()
-	if err != nil {
-		return "bridge"
-	}
-	for _, n := range a.Runtime.SelfNetworks(ctx, host) {
+func (a *App) httpNetwork() string {
+	for _, n := range a.selfNets {
 		if n != "host" && n != "none" {
 			return n
 		}
@@ -216,6 +234,9 @@ func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 // Close stops every provider and removes every container this instance
 // created, then stops the background workers.
 func (a *App) Close(ctx context.Context) error {
+	if a.discovery != nil {
+		a.discovery.Close()
+	}
 	err := a.Providers.StopAll(ctx, "shutdown")
 	if _, rerr := a.Runtime.Reap(ctx, nil); rerr != nil && err == nil {
 		err = rerr

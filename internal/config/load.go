@@ -21,6 +21,12 @@ const (
 	parseLabel = "config"
 )
 
+// CommandEnv are HANGAR_ variables that set command-line options of
+// `hangar serve` and `hangar call`, not config keys; overrides skip them.
+var CommandEnv = map[string]bool{
+	"HANGAR_LISTEN": true, "HANGAR_INSTANCE": true, "HANGAR_ALLOWED_ORIGINS": true, "HANGAR_URL": true,
+}
+
 // ResolvePath picks the config file: the --config flag, else $MCP_CONFIG
 // (the Python hangar's variable), else ./config.yaml.
 func ResolvePath(flag string) string {
@@ -73,6 +79,9 @@ func load(label string, p koanf.Provider, environ []string) (*Config, error) {
 		Prefix:      envPrefix,
 		EnvironFunc: func() []string { return environ },
 		TransformFunc: func(name, value string) (string, any) {
+			if CommandEnv[name] {
+				return "", nil
+			}
 			key := strings.ToLower(strings.TrimPrefix(name, envPrefix))
 			// An empty value is how a variable is unset for one command
 			// (HANGAR_DATA_DIR= hangar), so it does not override anything.

@@ -41,6 +41,7 @@ type Gateway struct {
 	Cache     *batch.Cache
 	Metrics   *metrics.Metrics
 	Engine    *dockerrt.EngineState // nil when no Docker engine is used
+	Discovery DiscoveryService      // nil when discovery is off
 	Log       *slog.Logger
 	Started   time.Time
 
@@ -141,6 +142,7 @@ func (g *Gateway) tools() []server.ServerTool {
 	all = append(all, g.serverTools()...)
 	all = append(all, g.healthTools()...)
 	all = append(all, g.batchTools()...)
+	all = append(all, g.discoveryTools()...)
 	return all
 }
 

@@ -62,6 +62,22 @@ func (m *Manager) Add(spec *config.Server) *Provider {
 	return p
 }
 
+// AddIfAbsent registers a COLD provider for spec unless one with its ID
+// exists; the check and the insert are one step.
+func (m *Manager) AddIfAbsent(spec *config.Server) (*Provider, bool) {
+	m.mu.Lock()
+	if _, ok := m.providers[spec.ID]; ok {
+		m.mu.Unlock()
+		return nil, false
+	}
+	p := New(spec, m.launcher, m.opts)
+	m.providers[spec.ID] = p
+	m.resort()
+	m.mu.Unlock()
+	m.opts.Events.StateChanged(spec.ID, "", Cold)
+	return p, true
+}
+
 // Remove unregisters id and returns it, for the caller to retire.
 func (m *Manager) Remove(id string) (*Provider, bool) {
 	m.mu.Lock()

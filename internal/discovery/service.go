@@ -1,0 +1,815 @@
+// Package discovery finds MCP servers that config.yaml does not list:
+// running containers labelled mcp.hangar.enabled=true and provider files in
+// a directory. Candidates wait for an operator's approval (hangar_approve)
+// unless auto_register is on; approvals and quarantine decisions survive a
+// restart.
+//
+// Sources only list and watch; the Service decides. Labels are decoded by a
+// pure function (Decode), so every rule about them is tested without Docker.
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+)
+
+// Log field names.
+const (
+	FieldServer      = "mcp_server"
+	FieldSource      = "source"
+	FieldFingerprint = "fingerprint"
+	FieldReason      = "reason"
+	FieldPath        = "path"
+	FieldError       = "error"
+	FieldDurationMs  = "duration_ms"
+)
+
+// Source modes: an authoritative source deregisters the servers it
+// registered once they are gone; an additive one never does.
+const (
+	ModeAdditive      = "additive"
+	ModeAuthoritative = "authoritative"
+)
+
+// Wire strings of the discovery tools (seed 001).
+const (
+	// StatusRegistered is ApproveResult.Status on success.
+	StatusRegistered = "registered"
+	// ReasonHealthCheckFailed starts the reason of a quarantine.
+	ReasonHealthCheckFailed = "health_check_failed"
+	// notFoundPrefix starts Approve's error for an unknown name.
+	notFoundPrefix = "not found in pending or quarantine: "
+)
+
+const (
+	// listLimit caps sources listed at once.
+	listLimit = 4
+	// checkLimit caps health checks run at once.
+	checkLimit = 4
+	// restartPause is how long a panicked loop waits before it restarts.
+	restartPause = time.Second
+	// defaultCheckGrace is how long a failing health check is retried
+	// before the candidate is quarantined.
+	defaultCheckGrace = 10 * time.Second
+	maxCheckBackoff   = 2 * time.Second
+)
+
+// Source finds candidates. List returns what is there now; Watch calls
+// onChange when that may have changed, until ctx ends (it may return at
+// once if the source cannot watch).
+type Source interface {
+	Type() string // SourceDocker | SourceFilesystem
+	Mode() string // ModeAdditive | ModeAuthoritative
+	List(ctx context.Context) (Listing, error)
+	Watch(ctx context.Context, onChange func())
+}
+
+// Listing is one source's answer. An error of List means the source could
+// not be read at all; a Problem is one item that could not be decoded.
+type Listing struct {
+	Candidates []Candidate
+	Problems   []Problem
+}
+
+// Problem is one container or file that is not a valid candidate.
+type Problem struct {
+	Subject string // "container web (0123456789ab)", "file math.yaml"
+	Err     error
+}
+
+func (p Problem) String() string { return p.Subject + ": " + p.Err.Error() }
+
+// Registry is where discovered servers are registered: the gateway's
+// provider manager.
+type Registry interface {
+	// Register adds a COLD server; it fails if the ID is taken.
+	Register(spec *config.Server) error
+	// Deregister stops and removes a server.
+	Deregister(ctx context.Context, id string) error
+	Registered(id string) bool
+	// Origin is the registered server's Spec.Origin, "" for servers of the
+	// config file.
+	Origin(id string) string
+}
+
+// Checker tells whether a candidate answers MCP (connect and tools/list).
+type Checker func(ctx context.Context, spec *config.Server) error
+
+// ScanResult is hangar_discover's answer.
+type ScanResult struct {
+	DiscoveredCount   int
+	RegisteredCount   int
+	UpdatedCount      int
+	DeregisteredCount int
+	QuarantinedCount  int
+	ErrorCount        int
+	Duration          time.Duration
+	SourceResults     map[string]int // source type → candidates found
+}
+
+// PendingEntry is a candidate waiting for approval.
+type PendingEntry struct {
+	Name         string
+	Source       string
+	Mode         string // the server mode it would get: remote, docker, ...
+	DiscoveredAt time.Time
+	Fingerprint  string
+}
+
+// QuarantineEntry is a candidate that failed its health check.
+type QuarantineEntry struct {
+	Name           string
+	Source         string
+	Reason         string
+	QuarantineTime time.Time
+}
+
+// ApproveResult is hangar_approve's answer.
+type ApproveResult struct {
+	Approved bool
+	Server   string
+	Status   string // StatusRegistered on success
+	Error    string // on failure
+}
+
+// SourceStatus is one source in hangar_sources.
+type SourceStatus struct {
+	SourceType    string
+	Mode          string
+	IsHealthy     bool
+	IsEnabled     bool
+	LastDiscovery time.Time // zero before the first successful listing
+	ServersCount  int
+	// ErrorMessage is the source's error, else its items' problems joined;
+	// "" when none.
+	ErrorMessage string
+}
+
+type status int
+
+const (
+	pending status = iota
+	quarantined
+	registered
+)
+
+// entry is the service's knowledge of one name. Entries are replaced, never
+// modified, so readers may keep one after unlocking.
+type entry struct {
+	cand   Candidate
+	source int // index in Service.sources
+	status status
+	since  time.Time // discovered, quarantined or registered at
+	reason string    // quarantine reason
+}
+
+type sourceState struct {
+	healthy  bool
+	last     time.Time
+	count    int
+	err      string
+	problems []string
+}
+
+// Service runs the sources and decides what gets registered.
+type Service struct {
+	cfg     config.Discovery
+	reg     Registry
+	check   Checker
+	store   *Store
+	sources []Source
+	log     *slog.Logger
+	now     func() time.Time
+	// checkGrace bounds the retries of a failing health check.
+	checkGrace time.Duration
+
+	// sem serializes scans and approvals (a one-slot semaphore, so a
+	// waiter can give up when its context ends).
+	sem chan struct{}
+	// kick asks the scan loop for a scan; one slot, so changes that arrive
+	// during a scan coalesce into one more scan.
+	kick chan struct{}
+
+	// mu guards entries and status against readers. Only the holder of sem
+	// writes them, so it may read them without mu.
+	mu      sync.RWMutex
+	entries map[string]*entry
+	status  []sourceState
+
+	startOnce sync.Once
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+
+	// OnScan, when set before Start, sees every scan's result (metrics).
+	OnScan func(ScanResult)
+}
+
+// New returns a service over sources. A nil store keeps decisions in
+// memory only; a nil check lets every candidate pass.
+func New(cfg config.Discovery, reg Registry, check Checker, store *Store, log *slog.Logger, sources ...Source) *Service {
+	if store == nil {
+		store = NewMemoryStore()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{
+		cfg:        cfg,
+		reg:        reg,
+		check:      check,
+		store:      store,
+		sources:    sources,
+		log:        log,
+		now:        time.Now,
+		checkGrace: defaultCheckGrace,
+		sem:        make(chan struct{}, 1),
+		kick:       make(chan struct{}, 1),
+		entries:    map[string]*entry{},
+		status:     make([]sourceState, len(sources)),
+	}
+}
+
+// BuildSources makes the sources cfg lists. api may be nil when no source
+// is of type docker.
+func BuildSources(cfg config.Discovery, api DockerAPI, preferNetworks []string, log *slog.Logger) ([]Source, error) {
+	var out []Source
+	for i, src := range cfg.Sources {
+		switch src.Type {
+		case SourceDocker:
+			if api == nil {
+				return nil, fmt.Errorf("discovery.sources[%d]: docker source without a Docker engine", i)
+			}
+			out = append(out, NewDocker(api, src, preferNetworks, log))
+		case SourceFilesystem:
+			out = append(out, NewFilesystem(src, log))
+		default:
+			return nil, fmt.Errorf("discovery.sources[%d]: unknown type %q", i, src.Type)
+		}
+	}
+	return out, nil
+}
+
+// Start scans once, then rescans when a source reports a change and every
+// refresh interval, until ctx ends or Close is called.
+func (s *Service) Start(ctx context.Context) {
+	s.startOnce.Do(func() {
+		ctx, s.cancel = context.WithCancel(ctx)
+		s.trigger()
+		s.spawn(ctx, "scan loop", s.scanLoop)
+		for _, src := range s.sources {
+			s.spawn(ctx, src.Type()+" watch", func(ctx context.Context) { src.Watch(ctx, s.trigger) })
+		}
+		if s.cfg.RefreshInterval > 0 {
+			s.spawn(ctx, "resync", s.resyncLoop)
+		}
+	})
+}
+
+// Close stops the loops and waits for them. Registered servers stay.
+func (s *Service) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// trigger asks for a scan without waiting for it.
+func (s *Service) trigger() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// spawn runs fn in a goroutine the service owns. A panic is logged and fn
+// restarted after a pause; a normal return ends it.
+func (s *Service) spawn(ctx context.Context, what string, fn func(context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for ctx.Err() == nil {
+			if !s.panicked(what, func() { fn(ctx) }) {
+				return
+			}
+			if !sleepCtx(ctx, restartPause) {
+				return
+			}
+		}
+	}()
+}
+
+func (s *Service) panicked(what string, fn func()) (p bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in discovery; recovered", "loop", what, FieldError, r)
+			p = true
+		}
+	}()
+	fn()
+	return false
+}
+
+func (s *Service) scanLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		}
+		s.Scan(ctx)
+	}
+}
+
+func (s *Service) resyncLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.trigger()
+		}
+	}
+}
+
+func (s *Service) lock(ctx context.Context) error {
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Service) unlock() { <-s.sem }
+
+func (s *Service) set(name string, e *entry) {
+	s.mu.Lock()
+	s.entries[name] = e
+	s.mu.Unlock()
+}
+
+func (s *Service) drop(name string) {
+	s.mu.Lock()
+	delete(s.entries, name)
+	s.mu.Unlock()
+}
+
+// scan is the state of one Scan.
+type scan struct {
+	res      ScanResult
+	problems [][]string // per source
+	checks   []checkJob
+}
+
+type checkJob struct {
+	cand    Candidate
+	source  int
+	updated bool // already counted as updated
+	err     error
+}
+
+func (sc *scan) problem(src int, subject string, err error) {
+	sc.problems[src] = append(sc.problems[src], subject+": "+err.Error())
+	sc.res.ErrorCount++
+}
+
+// Scan lists every source and brings registrations in line with what they
+// found (hangar_discover).
+func (s *Service) Scan(ctx context.Context) ScanResult {
+	if err := s.lock(ctx); err != nil {
+		return ScanResult{ErrorCount: 1, SourceResults: map[string]int{}}
+	}
+	defer s.unlock()
+
+	began := s.now()
+	sc := &scan{res: ScanResult{SourceResults: map[string]int{}}, problems: make([][]string, len(s.sources))}
+	listings, errs := s.listAll(ctx)
+
+	type found struct {
+		cand   Candidate
+		source int
+	}
+	var order []string
+	byName := map[string]found{}
+	for i, l := range listings {
+		typ := s.sources[i].Type()
+		sc.res.SourceResults[typ] += len(l.Candidates)
+		if errs[i] != nil {
+			sc.res.ErrorCount++
+			s.log.Warn("discovery source failed", FieldSource, typ, FieldError, errs[i])
+			continue
+		}
+		sc.res.DiscoveredCount += len(l.Candidates)
+		for _, p := range l.Problems {
+			sc.problem(i, p.Subject, p.Err)
+		}
+		for _, c := range l.Candidates {
+			if prev, dup := byName[c.Name]; dup {
+				// The source that registered the name keeps it; otherwise
+				// the first source listed wins.
+				loser := i
+				if e := s.entries[c.Name]; e != nil && e.status == registered && e.source == i && prev.source != i {
+					byName[c.Name] = found{c, i}
+					loser = prev.source
+				}
+				sc.problem(loser, c.Name, fmt.Errorf("name clash between two %s candidates",
+					strings.Join(uniq(s.sources[prev.source].Type(), s.sources[i].Type()), " and ")))
+				continue
+			}
+			byName[c.Name] = found{c, i}
+			order = append(order, c.Name)
+		}
+	}
+
+	for _, name := range order {
+		f := byName[name]
+		s.reconcile(ctx, sc, f.cand, f.source)
+	}
+	s.runChecks(ctx, sc)
+
+	// What a source that answered no longer lists is gone.
+	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
+		e := s.entries[name]
+		if _, ok := byName[name]; ok || errs[e.source] != nil {
+			continue
+		}
+		s.gone(ctx, sc, name, e)
+	}
+
+	if ctx.Err() == nil {
+		var fresh [][2]string // source type, problem
+		s.mu.Lock()
+		for i := range s.sources {
+			st := &s.status[i]
+			if errs[i] != nil {
+				st.healthy, st.err = false, errs[i].Error()
+				continue
+			}
+			for _, p := range sc.problems[i] {
+				if !slices.Contains(st.problems, p) {
+					fresh = append(fresh, [2]string{s.sources[i].Type(), p})
+				}
+			}
+			*st = sourceState{healthy: true, last: began, count: len(listings[i].Candidates), problems: sc.problems[i]}
+		}
+		s.mu.Unlock()
+		// Each problem is logged once, not on every scan that finds it again.
+		for _, p := range fresh {
+			s.log.Warn("discovery candidate skipped", FieldSource, p[0], FieldError, p[1])
+		}
+	}
+
+	sc.res.Duration = s.now().Sub(began)
+	r := sc.res
+	// A scan that only finds the same problems again is not news.
+	level := slog.LevelDebug
+	if r.RegisteredCount+r.UpdatedCount+r.DeregisteredCount+r.QuarantinedCount > 0 {
+		level = slog.LevelInfo
+	}
+	s.log.Log(ctx, level, "discovery scan", "discovered", r.DiscoveredCount, "registered", r.RegisteredCount,
+		"updated", r.UpdatedCount, "deregistered", r.DeregisteredCount, "quarantined", r.QuarantinedCount,
+		"errors", r.ErrorCount, FieldDurationMs, float64(r.Duration.Microseconds())/1000)
+	if s.OnScan != nil {
+		s.OnScan(r)
+	}
+	return r
+}
+
+func (s *Service) listAll(ctx context.Context) ([]Listing, []error) {
+	listings := make([]Listing, len(s.sources))
+	errs := make([]error, len(s.sources))
+	var g errgroup.Group
+	g.SetLimit(listLimit)
+	for i, src := range s.sources {
+		g.Go(func() error {
+			defer func() {
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("panic listing %s source: %v", src.Type(), r)
+				}
+			}()
+			listings[i], errs[i] = src.List(ctx)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return listings, errs
+}
+
+func uniq(a, b string) []string {
+	if a == b {
+		return []string{a}
+	}
+	return []string{a, b}
+}
+
+func isDiscoveryOrigin(origin string) bool {
+	return origin == SourceDocker || origin == SourceFilesystem
+}
+
+// sameAddress: the fingerprint leaves out where a container is reached (its
+// IP, its ID), so a restarted container keeps its approval but must be
+// re-registered at its new address.
+func sameAddress(a, b *config.Server) bool {
+	return a.Endpoint == b.Endpoint && a.AttachContainer == b.AttachContainer
+}
+
+func address(s *config.Server) string {
+	if s.AttachContainer != "" {
+		return "container " + s.AttachContainer
+	}
+	return s.Endpoint
+}
+
+// reconcile decides about one present candidate.
+func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int) {
+	name := c.Name
+	e := s.entries[name]
+	updated := false
+	if s.reg.Registered(name) {
+		origin := s.reg.Origin(name)
+		if !isDiscoveryOrigin(origin) {
+			what := "a server from the config file"
+			if origin != "" {
+				what = "a " + origin + " server"
+			}
+			sc.problem(src, name, fmt.Errorf("name clash with %s", what))
+			if e != nil {
+				s.drop(name)
+			}
+			return
+		}
+		if e != nil && e.status == registered && e.cand.Fingerprint == c.Fingerprint {
+			if sameAddress(e.cand.Spec, c.Spec) {
+				if e.source != src || e.cand.ContainerID != c.ContainerID {
+					s.set(name, &entry{cand: c, source: src, status: registered, since: e.since})
+				}
+				return
+			}
+			if err := s.reg.Deregister(ctx, name); err != nil {
+				sc.problem(src, name, fmt.Errorf("deregister before moving: %w", err))
+				return
+			}
+			s.drop(name)
+			sc.res.UpdatedCount++
+			s.log.Info("discovered MCP server moved; re-registering", FieldServer, name,
+				"from", address(e.cand.Spec), "to", address(c.Spec))
+			s.register(sc, c, src, true)
+			return
+		}
+		// Changed since it was registered (or registered by an earlier
+		// run we have no record of): it must be decided afresh.
+		if err := s.reg.Deregister(ctx, name); err != nil {
+			sc.problem(src, name, fmt.Errorf("deregister changed server: %w", err))
+			return
+		}
+		s.log.Info("discovered MCP server changed; deregistered", FieldServer, name, FieldFingerprint, c.Fingerprint)
+		s.drop(name)
+		sc.res.UpdatedCount++
+		updated, e = true, nil
+	} else if e != nil && e.status == registered {
+		// Removed from the registry by someone else: decide afresh.
+		s.drop(name)
+		e = nil
+	}
+
+	if e != nil && e.cand.Fingerprint == c.Fingerprint {
+		// Still pending or quarantined; keep the decision, take the new
+		// address.
+		if e.source != src || !sameAddress(e.cand.Spec, c.Spec) || e.cand.ContainerID != c.ContainerID {
+			s.set(name, &entry{cand: c, source: src, status: e.status, since: e.since, reason: e.reason})
+		}
+		return
+	}
+	if e != nil && e.status == quarantined {
+		if err := s.store.ClearQuarantine(name); err != nil {
+			s.log.Error("discovery store", FieldServer, name, FieldError, err)
+		}
+	}
+
+	if s.store.Approved(name, c.Fingerprint) {
+		s.register(sc, c, src, updated)
+		return
+	}
+	if q, ok := s.store.Quarantine(name); ok && q.Fingerprint == c.Fingerprint {
+		s.set(name, &entry{cand: c, source: src, status: quarantined, since: q.QuarantinedAt, reason: q.Reason})
+		return
+	}
+	if s.cfg.AutoRegister {
+		if s.cfg.Security.RequireHealthCheck && s.check != nil {
+			sc.checks = append(sc.checks, checkJob{cand: c, source: src, updated: updated})
+			return
+		}
+		s.register(sc, c, src, updated)
+		return
+	}
+	s.set(name, &entry{cand: c, source: src, status: pending, since: s.now()})
+	s.log.Info("discovered MCP server pending approval", FieldServer, name, FieldSource, c.Source,
+		FieldFingerprint, c.Fingerprint)
+}
+
+func (s *Service) register(sc *scan, c Candidate, src int, updated bool) {
+	spec := *c.Spec
+	if err := s.reg.Register(&spec); err != nil {
+		sc.problem(src, c.Name, fmt.Errorf("register: %w", err))
+		s.drop(c.Name)
+		return
+	}
+	s.set(c.Name, &entry{cand: c, source: src, status: registered, since: s.now()})
+	if !updated {
+		sc.res.RegisteredCount++
+	}
+	s.log.Info("registered discovered MCP server", FieldServer, c.Name, FieldSource, c.Source,
+		FieldFingerprint, c.Fingerprint)
+}
+
+// runChecks health-checks the auto-registered candidates in parallel, then
+// registers or quarantines each.
+func (s *Service) runChecks(ctx context.Context, sc *scan) {
+	var g errgroup.Group
+	g.SetLimit(checkLimit)
+	for i := range sc.checks {
+		job := &sc.checks[i]
+		g.Go(func() error {
+			job.err = s.healthCheck(ctx, job.cand.Spec)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, job := range sc.checks {
+		c := job.cand
+		switch {
+		case job.err == nil:
+			s.register(sc, c, job.source, job.updated)
+		case s.cfg.Security.QuarantineOnFailure:
+			now := s.now()
+			reason := ReasonHealthCheckFailed + ": " + job.err.Error()
+			s.set(c.Name, &entry{cand: c, source: job.source, status: quarantined, since: now, reason: reason})
+			if err := s.store.SetQuarantine(c.Name, QuarantineRecord{Fingerprint: c.Fingerprint, Source: c.Source,
+				Reason: reason, QuarantinedAt: now}); err != nil {
+				s.log.Error("quarantine not saved; it will not survive a restart", FieldServer, c.Name, FieldError, err)
+			}
+			sc.res.QuarantinedCount++
+			s.log.Warn("quarantined discovered MCP server", FieldServer, c.Name, FieldSource, c.Source, FieldReason, reason)
+		default:
+			s.drop(c.Name)
+			sc.problem(job.source, c.Name, fmt.Errorf("%s: %w", ReasonHealthCheckFailed, job.err))
+			s.log.Warn("discovered MCP server failed its health check; not registered", FieldServer, c.Name, FieldError, job.err)
+		}
+	}
+}
+
+// healthCheck retries the check for a short grace: a container is seen the
+// moment it starts, usually before its server listens, and must not be
+// quarantined for that.
+func (s *Service) healthCheck(ctx context.Context, spec *config.Server) error {
+	timeout := spec.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	deadline := time.Now().Add(min(timeout, s.checkGrace))
+	backoff := minBackoff
+	for {
+		// Each attempt gets at least the time it would get alone, so a slow
+		// but healthy server is not cut short by the grace.
+		actx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), timeout/3))
+		err := s.checkOnce(actx, spec)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Until(deadline) < backoff {
+			return err
+		}
+		if !sleepCtx(ctx, backoff) {
+			return err
+		}
+		backoff = min(backoff*2, maxCheckBackoff)
+	}
+}
+
+func (s *Service) checkOnce(ctx context.Context, spec *config.Server) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in health check: %v", r)
+		}
+	}()
+	sp := *spec
+	return s.check(ctx, &sp)
+}
+
+// gone handles a name its source no longer lists.
+func (s *Service) gone(ctx context.Context, sc *scan, name string, e *entry) {
+	if e.status != registered {
+		// The stored quarantine decision stays: if the same container
+		// comes back, it is still quarantined.
+		s.drop(name)
+		return
+	}
+	if s.sources[e.source].Mode() != ModeAuthoritative {
+		return
+	}
+	if s.reg.Registered(name) && s.reg.Origin(name) == e.cand.Source {
+		if err := s.reg.Deregister(ctx, name); err != nil {
+			sc.problem(e.source, name, fmt.Errorf("deregister: %w", err))
+			return
+		}
+		sc.res.DeregisteredCount++
+		s.log.Info("deregistered discovered MCP server that is gone", FieldServer, name, FieldSource, e.cand.Source)
+	}
+	s.drop(name)
+}
+
+// Pending lists the candidates waiting for approval, by name.
+func (s *Service) Pending() []PendingEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := []PendingEntry{}
+	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
+		if e := s.entries[name]; e.status == pending {
+			out = append(out, PendingEntry{Name: name, Source: e.cand.Source, Mode: e.cand.Spec.Mode,
+				DiscoveredAt: e.since.UTC(), Fingerprint: e.cand.Fingerprint})
+		}
+	}
+	return out
+}
+
+// Quarantined lists the quarantined candidates, by name.
+func (s *Service) Quarantined() []QuarantineEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := []QuarantineEntry{}
+	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
+		if e := s.entries[name]; e.status == quarantined {
+			out = append(out, QuarantineEntry{Name: name, Source: e.cand.Source, Reason: e.reason,
+				QuarantineTime: e.since.UTC()})
+		}
+	}
+	return out
+}
+
+// Approve registers a pending or quarantined candidate (COLD) and records
+// the approval of its fingerprint (hangar_approve).
+func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
+	fail := func(err error) ApproveResult { return ApproveResult{Server: name, Error: err.Error()} }
+	if err := s.lock(ctx); err != nil {
+		return fail(err)
+	}
+	defer s.unlock()
+
+	e := s.entries[name]
+	if e == nil || e.status == registered {
+		return fail(errors.New(notFoundPrefix + name))
+	}
+	if s.reg.Registered(name) {
+		if origin := s.reg.Origin(name); origin == "" {
+			return fail(errors.New("name clash with a server from the config file"))
+		}
+		return fail(errors.New("already registered"))
+	}
+	spec := *e.cand.Spec
+	if err := s.reg.Register(&spec); err != nil {
+		return fail(fmt.Errorf("register: %w", err))
+	}
+	now := s.now()
+	s.set(name, &entry{cand: e.cand, source: e.source, status: registered, since: now})
+	if err := s.store.Approve(name, e.cand.Fingerprint, now); err != nil {
+		s.log.Error("approval not saved; it will not survive a restart", FieldServer, name, FieldError, err)
+	}
+	s.log.Info("approved discovered MCP server", FieldServer, name, FieldSource, e.cand.Source,
+		FieldFingerprint, e.cand.Fingerprint)
+	return ApproveResult{Approved: true, Server: name, Status: StatusRegistered}
+}
+
+// Sources reports each source as of its last listing (hangar_sources).
+func (s *Service) Sources() []SourceStatus {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]SourceStatus, len(s.sources))
+	for i, src := range s.sources {
+		st := s.status[i]
+		msg := st.err
+		if msg == "" {
+			msg = strings.Join(st.problems, "; ")
+		}
+		out[i] = SourceStatus{
+			SourceType:    src.Type(),
+			Mode:          src.Mode(),
+			IsHealthy:     st.healthy,
+			IsEnabled:     true,
+			LastDiscovery: st.last,
+			ServersCount:  st.count,
+			ErrorMessage:  msg,
+		}
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/discovery"
+)
+
+// DiscoveryService is what the discovery tools need of discovery.Service.
+type DiscoveryService interface {
+	Scan(ctx context.Context) discovery.ScanResult
+	Pending() []discovery.PendingEntry
+	Quarantined() []discovery.QuarantineEntry
+	Approve(ctx context.Context, name string) discovery.ApproveResult
+	Sources() []discovery.SourceStatus
+}
+
+var _ DiscoveryService = (*discovery.Service)(nil)
+
+// errDiscoveryOff is every discovery tool's answer when discovery is off:
+// a normal result, as in the Python hangar, not a tool error.
+const errDiscoveryOff = "Discovery not configured. Enable discovery in config.yaml"
+
+// approveTimeout bounds hangar_approve, which may wait for a running scan.
+const approveTimeout = 2 * time.Minute
+
+func (g *Gateway) discoveryTools() []server.ServerTool {
+	return []server.ServerTool{
+		{Tool: mcp.NewTool("hangar_discover",
+			mcp.WithDescription("Trigger a discovery scan across all enabled sources. Discovered MCP servers are added to the pending list for approval (unless auto_register is enabled)."),
+		), Handler: g.discover},
+		{Tool: mcp.NewTool("hangar_discovered",
+			mcp.WithDescription("List MCP servers discovered but not yet registered (pending approval)."),
+			mcp.WithReadOnlyHintAnnotation(true),
+		), Handler: g.discovered},
+		{Tool: mcp.NewTool("hangar_quarantine",
+			mcp.WithDescription("List MCP servers that failed health checks during discovery and were quarantined."),
+			mcp.WithReadOnlyHintAnnotation(true),
+		), Handler: g.quarantine},
+		{Tool: mcp.NewTool("hangar_approve",
+			mcp.WithDescription("Approve a pending or quarantined MCP server for registration. Registers the MCP server in COLD state."),
+			mcp.WithString("mcp_server", mcp.Required(),
+				mcp.Description("MCP Server name from hangar_discovered or hangar_quarantine output")),
+		), Handler: g.approve},
+		{Tool: mcp.NewTool("hangar_sources",
+			mcp.WithDescription("List the status of all configured discovery sources."),
+			mcp.WithReadOnlyHintAnnotation(true),
+		), Handler: g.sources},
+	}
+}
+
+func discoveryOff() (*mcp.CallToolResult, error) {
+	return ok(map[string]any{"error": errDiscoveryOff})
+}
+
+// rfc3339 renders discovery times; null when unset.
+func rfc3339(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (g *Gateway) discover(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	d := g.Discovery
+	if d == nil {
+		return discoveryOff()
+	}
+	r := d.Scan(ctx)
+	sources := r.SourceResults
+	if sources == nil {
+		sources = map[string]int{}
+	}
+	return ok(map[string]any{
+		"discovered_count":   r.DiscoveredCount,
+		"registered_count":   r.RegisteredCount,
+		"updated_count":      r.UpdatedCount,
+		"deregistered_count": r.DeregisteredCount,
+		"quarantined_count":  r.QuarantinedCount,
+		"error_count":        r.ErrorCount,
+		"duration_ms":        float64(r.Duration.Microseconds()) / 1000,
+		"source_results":     sources,
+	})
+}
+
+func (g *Gateway) discovered(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	d := g.Discovery
+	if d == nil {
+		return discoveryOff()
+	}
+	pending := []map[string]any{}
+	for _, p := range d.Pending() {
+		pending = append(pending, map[string]any{
+			"name":          p.Name,
+			"source":        p.Source,
+			"mode":          p.Mode,
+			"discovered_at": rfc3339(p.DiscoveredAt),
+			"fingerprint":   p.Fingerprint,
+		})
+	}
+	return ok(map[string]any{"pending": pending})
+}
+
+func (g *Gateway) quarantine(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	d := g.Discovery
+	if d == nil {
+		return discoveryOff()
+	}
+	list := []map[string]any{}
+	for _, q := range d.Quarantined() {
+		list = append(list, map[string]any{
+			"name":            q.Name,
+			"source":          q.Source,
+			"reason":          q.Reason,
+			"quarantine_time": rfc3339(q.QuarantineTime),
+		})
+	}
+	return ok(map[string]any{"quarantined": list})
+}
+
+func (g *Gateway) approve(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	d := g.Discovery
+	if d == nil {
+		return discoveryOff()
+	}
+	name, err := req.RequireString("mcp_server")
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, approveTimeout)
+	defer cancel()
+	r := d.Approve(ctx, name)
+	out := map[string]any{"approved": r.Approved, "mcp_server": r.Server}
+	if r.Approved {
+		out["status"] = r.Status
+	} else {
+		out["error"] = r.Error
+	}
+	return ok(out)
+}
+
+func (g *Gateway) sources(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	d := g.Discovery
+	if d == nil {
+		return discoveryOff()
+	}
+	list := []map[string]any{}
+	for _, s := range d.Sources() {
+		var msg any
+		if s.ErrorMessage != "" {
+			msg = s.ErrorMessage
+		}
+		list = append(list, map[string]any{
+			"source_type":       s.SourceType,
+			"mode":              s.Mode,
+			"is_healthy":        s.IsHealthy,
+			"is_enabled":        s.IsEnabled,
+			"last_discovery":    rfc3339(s.LastDiscovery),
+			"mcp_servers_count": s.ServersCount,
+			"error_message":     msg,
+		})
+	}
+	return ok(map[string]any{"sources": list})
+}

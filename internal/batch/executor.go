@@ -134,11 +134,14 @@ func (e *Executor) runOne(ctx context.Context, log *slog.Logger, c Call, maxAtte
 	var r Result
 	attempts := 0
 	for {
-		attempts++
 		if err := ctx.Err(); err != nil {
-			r = failed(ErrTypeCancelled, cancelReason(ctx))
+			if attempts == 0 {
+				r = failed(ErrTypeCancelled, cancelReason(ctx))
+			}
+			// Otherwise the last attempt's real error stands.
 			break
 		}
+		attempts++
 		cctx, cancel := ctx, context.CancelFunc(func() {})
 		if c.Timeout > 0 {
 			cctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -192,14 +195,28 @@ func fromResult(res *mcp.CallToolResult) Result {
 	}
 	if len(res.Content) == 1 {
 		if tc, ok := res.Content[0].(mcp.TextContent); ok {
-			var v any
-			if json.Valid([]byte(tc.Text)) && json.Unmarshal([]byte(tc.Text), &v) == nil {
+			if v, ok := decodeJSON(tc.Text); ok {
 				return Result{Success: true, Result: v}
 			}
 			return Result{Success: true, Result: tc.Text}
 		}
 	}
 	return Result{Success: true, Result: res.Content}
+}
+
+// decodeJSON decodes text that is one JSON value, keeping numbers exact
+// (json.Number), so 9007199254740993 is not rounded through float64.
+func decodeJSON(text string) (any, bool) {
+	if !json.Valid([]byte(text)) {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 func textOf(res *mcp.CallToolResult) string {

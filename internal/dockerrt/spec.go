@@ -3,6 +3,7 @@ package dockerrt
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -57,6 +58,10 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 		mode = "none"
 	case "host":
 		return nil, nil, nil, fmt.Errorf("spec for %q: host networking is not allowed", s.ServerID)
+	default:
+		if strings.HasPrefix(mode, "container:") {
+			return nil, nil, nil, fmt.Errorf("spec for %q: joining another container's network is not allowed", s.ServerID)
+		}
 	}
 	for _, v := range s.Volumes {
 		if err := checkVolume(v); err != nil {
@@ -144,8 +149,27 @@ func checkVolume(v string) error {
 	if len(parts) == 3 && parts[2] != "ro" && parts[2] != "rw" {
 		return fmt.Errorf("volume %q: mode must be ro or rw", v)
 	}
-	if strings.HasSuffix(parts[0], "docker.sock") {
-		return fmt.Errorf("volume %q: the Docker socket cannot be given to a provider", v)
+	if exposesEngine(parts[0]) {
+		return fmt.Errorf("volume %q: the Docker socket (or a directory holding it) cannot be given to a provider", v)
 	}
 	return nil
+}
+
+// engineSockets are where Docker engines listen.
+var engineSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}
+
+// exposesEngine reports whether mounting host path p would hand over an
+// engine socket: the socket itself however it is spelt (the engine cleans
+// bind paths), any *.sock named docker.sock, or a directory above one.
+func exposesEngine(p string) bool {
+	clean := path.Clean(p)
+	if path.Base(clean) == "docker.sock" {
+		return true
+	}
+	for _, sock := range engineSockets {
+		if clean == "/" || strings.HasPrefix(sock, clean+"/") {
+			return true
+		}
+	}
+	return false
 }

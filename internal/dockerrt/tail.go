@@ -24,8 +24,8 @@ func (t *Tail) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	n := len(p)
 	if n >= t.max {
+		t.drop = t.drop || len(t.buf) > 0 || n > t.max
 		t.buf = append(t.buf[:0], p[n-t.max:]...)
-		t.drop = true
 		return n, nil
 	}
 	if over := len(t.buf) + n - t.max; over > 0 {

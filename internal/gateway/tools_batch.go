@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -91,8 +92,14 @@ func (g *Gateway) fetchContinuation(_ context.Context, req mcp.CallToolRequest) 
 	if !found {
 		return ok(map[string]any{"found": false, "error": "Continuation not found (may have expired)"})
 	}
-	off, n := min(int(offset), len(data)), int(limit)
-	end := min(off+n, len(data))
+	// Pieces start and end on character boundaries: JSON cannot carry half
+	// a UTF-8 sequence, and the next offset is offset + len(data) in bytes.
+	off := runeStart(data, min(int(offset), len(data)))
+	end := runeStart(data, min(off+int(limit), len(data)))
+	if end == off && off < len(data) {
+		_, size := utf8.DecodeRuneInString(data[off:])
+		end = off + size
+	}
 	return ok(map[string]any{
 		"found":            true,
 		"data":             data[off:end],
@@ -109,4 +116,12 @@ func (g *Gateway) deleteContinuation(_ context.Context, req mcp.CallToolRequest)
 		return fail(fmt.Errorf("continuation_id is required"))
 	}
 	return ok(map[string]any{"deleted": g.Cache.Delete(id), "continuation_id": id})
+}
+
+// runeStart moves i back to the start of the UTF-8 sequence it falls in.
+func runeStart(s string, i int) int {
+	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
 }

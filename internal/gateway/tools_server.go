@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -156,12 +157,14 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	eg.SetLimit(warmParallelism)
 	for _, id := range ids {
 		p, found := g.Providers.Get(id)
-		if !found {
-			failed = append(failed, map[string]any{"id": id, "error": (&provider.Error{Kind: provider.KindUnknownServer, ID: id}).Error()})
-			continue
-		}
-		if p.State() == provider.Ready {
-			already = append(already, id)
+		if !found || p.State() == provider.Ready {
+			mu.Lock()
+			if !found {
+				failed = append(failed, map[string]any{"id": id, "error": (&provider.Error{Kind: provider.KindUnknownServer, ID: id}).Error()})
+			} else {
+				already = append(already, id)
+			}
+			mu.Unlock()
 			continue
 		}
 		eg.Go(func() error {
@@ -179,6 +182,8 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		})
 	}
 	_ = eg.Wait()
+	sort.Strings(warmed)
+	sort.Slice(failed, func(i, j int) bool { return failed[i]["id"].(string) < failed[j]["id"].(string) })
 	return ok(map[string]any{
 		"warmed":       warmed,
 		"already_warm": already,

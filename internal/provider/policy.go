@@ -66,39 +66,35 @@ func (p *ToolPolicy) HasDenyList() bool  { return len(p.deny) > 0 }
 
 // compileFnmatch translates a Python fnmatch pattern: * any run, ? one
 // character, [seq] a set, [!seq] its complement. Unlike path.Match, * also
-// matches "/", as fnmatch does. A malformed set is taken literally.
+// matches "/", as fnmatch does. It never fails: an unterminated [ is a
+// literal, and a set Python would accept but RE2 cannot express (a
+// reversed range such as [z-a]) matches nothing, as in Python.
 func compileFnmatch(pat string) *regexp.Regexp {
+	rs := []rune(pat)
 	var b strings.Builder
 	b.WriteString("^")
-	for i := 0; i < len(pat); i++ {
-		c := pat[i]
-		switch c {
+	for i := 0; i < len(rs); i++ {
+		switch c := rs[i]; c {
 		case '*':
 			b.WriteString(".*")
 		case '?':
 			b.WriteString(".")
 		case '[':
 			j := i + 1
-			if j < len(pat) && pat[j] == '!' {
+			if j < len(rs) && rs[j] == '!' {
 				j++
 			}
-			if j < len(pat) && pat[j] == ']' {
+			if j < len(rs) && rs[j] == ']' {
 				j++
 			}
-			for j < len(pat) && pat[j] != ']' {
+			for j < len(rs) && rs[j] != ']' {
 				j++
 			}
-			if j >= len(pat) {
+			if j >= len(rs) {
 				b.WriteString(`\[`)
 				continue
 			}
-			set := strings.ReplaceAll(pat[i+1:j], `\`, `\\`)
-			if strings.HasPrefix(set, "!") {
-				set = "^" + set[1:]
-			} else if strings.HasPrefix(set, "^") {
-				set = `\` + set
-			}
-			b.WriteString("[" + set + "]")
+			b.WriteString(fnmatchSet(rs[i+1 : j]))
 			i = j
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))
@@ -106,4 +102,36 @@ func compileFnmatch(pat string) *regexp.Regexp {
 	}
 	b.WriteString("$")
 	return regexp.MustCompile(b.String())
+}
+
+// neverMatch is a character class no character is in.
+const neverMatch = `[^\x00-\x{10FFFF}]`
+
+// fnmatchSet turns the inside of a [set] into an RE2 class. Only "-" (and
+// a leading "!") mean anything in fnmatch sets; every other character is
+// literal, so RE2's own syntax ([:alpha:], \d, a leading ^) is escaped.
+func fnmatchSet(set []rune) string {
+	var b strings.Builder
+	b.WriteString("[")
+	negated := len(set) > 0 && set[0] == '!'
+	if negated {
+		b.WriteString("^")
+		set = set[1:]
+	}
+	for _, r := range set {
+		switch r {
+		case '\\', '[', ']', '^', ':':
+			b.WriteString(`\` + string(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString("]")
+	if _, err := regexp.Compile(b.String()); err != nil {
+		if negated {
+			return "." // the complement of an empty set
+		}
+		return neverMatch
+	}
+	return b.String()
 }

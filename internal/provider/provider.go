@@ -38,6 +38,8 @@ type Launcher interface {
 
 // Events receives state changes and lifecycle facts (metrics, logs).
 type Events interface {
+	// StateChanged reports a transition; from is "" when the provider was
+	// just registered (COLD).
 	StateChanged(id string, from, to State)
 	ColdStart(id string, d time.Duration, err error)
 	BackendExited(id string, exit string, oom bool)
@@ -200,6 +202,9 @@ func (p *Provider) backoff(n int) time.Duration {
 // caller must then call done.
 func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, error) {
 	p.mu.Lock()
+	// attempted: this caller started, or waited for, a start; if that start
+	// failed, its failure is the answer, not a reason to start again.
+	attempted := false
 	for {
 		switch p.state {
 		case Ready:
@@ -218,13 +223,7 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 				return nil, p.waitErr(ctx)
 			}
 			p.mu.Lock()
-			if p.state == Dead {
-				// The start this caller waited for failed: that failure
-				// is the answer, not a reason to start again.
-				err := p.lastErr
-				p.mu.Unlock()
-				return nil, err
-			}
+			attempted = true
 			continue
 		case Degraded:
 			// A degraded provider keeps serving while it still answers;
@@ -238,6 +237,11 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 				return inst, nil
 			}
 		case Dead:
+			if attempted {
+				err := p.lastErr
+				p.mu.Unlock()
+				return nil, err
+			}
 			now := p.opts.Now()
 			if !force && p.startFailures >= p.spec.MaxConsecutiveFailures && p.spec.MaxConsecutiveFailures > 0 {
 				err := p.unavailable("failed %d starts in a row, use hangar_start to retry: %v", p.startFailures, p.lastErr)
@@ -257,6 +261,7 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 		p.mu.Unlock()
 		go p.start(ch)
 		p.mu.Lock()
+		attempted = true
 	}
 }
 
@@ -304,6 +309,7 @@ func (p *Provider) start(done chan struct{}) {
 		}
 		p.mu.Lock()
 		p.startFailures++
+		attempt := p.startFailures
 		p.retryAt = p.opts.Now().Add(p.backoff(p.startFailures))
 		p.lastErr = &Error{Kind: KindStartFailed, ID: p.id, Detail: err.Error(), Err: err}
 		if stderr != "" {
@@ -312,14 +318,15 @@ func (p *Provider) start(done chan struct{}) {
 		p.health.LastFailureAt = p.opts.Now()
 		p.setState(Dead)
 		p.mu.Unlock()
-		p.log.Warn("start failed", "error", err, "attempt", p.startFailures, "took_ms", took.Milliseconds())
+		p.log.Warn("start failed", "error", err, "attempt", attempt, "took_ms", took.Milliseconds())
 		return
 	}
 
 	inst := &instance{b: b, startedAt: p.opts.Now()}
 	p.mu.Lock()
 	if p.lifetime.Err() != nil {
-		// Removed while starting: nobody will own this backend.
+		// Retired while starting: nobody will own this backend.
+		p.setState(Cold)
 		p.mu.Unlock()
 		_ = b.Stop(context.Background())
 		return
@@ -339,15 +346,26 @@ func (p *Provider) start(done chan struct{}) {
 // check): the provider leaves READY and calls in flight fail with the cause.
 func (p *Provider) supervise(inst *instance) {
 	<-inst.b.Done()
-	exit := inst.b.Exit()
-	stderr := inst.b.Stderr()
-	p.mu.Lock()
-	if stderr != "" {
+	p.markExited(inst)
+	// Kept after the backend is gone, for hangar_details and the next
+	// start's error.
+	if stderr := inst.b.Stderr(); stderr != "" {
+		p.mu.Lock()
 		p.lastStderr = stderr
-	}
-	if p.inst != inst {
 		p.mu.Unlock()
-		return // stopped on purpose
+	}
+}
+
+// markExited takes the provider out of READY after inst ended. It is
+// idempotent, and called both by the supervisor and by a call that saw the
+// end first, so that a retry of that call never meets the dead backend.
+func (p *Provider) markExited(inst *instance) {
+	exit := inst.b.Exit()
+	p.mu.Lock()
+	if p.inst != inst {
+		// Already marked, or stopped on purpose.
+		p.mu.Unlock()
+		return
 	}
 	p.inst = nil
 	p.crashes++
@@ -362,8 +380,8 @@ func (p *Provider) supervise(inst *instance) {
 	}
 	p.setState(Dead)
 	p.mu.Unlock()
-	oom := containsOOM(exit)
-	p.opts.Events.BackendExited(p.id, exit, oom)
+
+	p.opts.Events.BackendExited(p.id, exit, containsOOM(exit))
 	p.log.Warn("backend exited", "exit", exit)
 }
 
@@ -523,6 +541,7 @@ func (p *Provider) classify(ctx context.Context, inst *instance, err error) erro
 		if r := inst.stopReason.Load(); r != nil {
 			return &Error{Kind: KindStopped, ID: p.id, Detail: *r, Err: err}
 		}
+		p.markExited(inst)
 		return &Error{Kind: KindCrashed, ID: p.id, Detail: inst.b.Exit(), Err: err}
 	case <-t.C:
 		return &Error{Kind: KindCallFailed, ID: p.id, Detail: err.Error(), Err: err}

@@ -32,6 +32,7 @@ type Conn struct {
 	c     *client.Client
 	tr    tapped
 	proto string
+	end   context.CancelFunc // ends the transport's lifetime
 }
 
 // Stdio returns a transport over a provider's stdin and stdout.
@@ -77,9 +78,32 @@ func Connect(ctx context.Context, tr transport.Interface, protocol string) (*Con
 	if !ok {
 		return nil, errors.New("mcpconn: transport was not made by this package")
 	}
-	if err := tr.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start transport: %w", err)
+	// The transport lives as long as the connection, not as long as the
+	// handshake's context: an SSE stream opened with ctx would die when a
+	// start timeout's context is released. ctx still bounds the start.
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	started := make(chan error, 1)
+	go func() { started <- tr.Start(life) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			end()
+			return nil, fmt.Errorf("start transport: %w", err)
+		}
+	case <-ctx.Done():
+		end()
+		return nil, fmt.Errorf("start transport: %w", ctx.Err())
 	}
+	conn, err := handshake(ctx, tr, tap, protocol)
+	if err != nil {
+		end()
+		return nil, err
+	}
+	conn.end = end
+	return conn, nil
+}
+
+func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol string) (*Conn, error) {
 	if protocol == "" {
 		protocol = ProtocolAuto
 	}
@@ -179,6 +203,7 @@ func (c *Conn) Ping(ctx context.Context) error { return c.c.Ping(ctx) }
 
 // Close ends the session and its transport.
 func (c *Conn) Close() error {
+	defer c.end()
 	done := make(chan error, 1)
 	go func() { done <- c.c.Close() }()
 	select {

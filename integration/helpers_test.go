@@ -131,12 +131,26 @@ func startGateway(t testing.TB, yaml string) *gw {
 // of the instance is left.
 func startGatewayAs(t testing.TB, instance, yaml string) *gw {
 	t.Helper()
-	cfg, err := config.Load(writeConfig(t, yaml))
+	return startGatewayFile(t, writeConfig(t, yaml), app.Options{Instance: instance})
+}
+
+// startGatewayFile runs an in-process gateway on the config file at path
+// (which hangar_reload_config re-reads), with opts (Instance defaults to a
+// new one for the test, Log to the test log).
+func startGatewayFile(t testing.TB, path string, opts app.Options) *gw {
+	t.Helper()
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := app.New(cfg, app.Options{Instance: instance, Log: log})
+	if opts.Instance == "" {
+		opts.Instance = newInstance(t)
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	instance := opts.Instance
+	a, err := app.New(cfg, opts)
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}

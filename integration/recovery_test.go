@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,8 +17,6 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-hangar/hangar/internal/app"
-	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
 // recWorkerTick is the worker tick of the gateways of the recovery and
@@ -58,48 +54,7 @@ func recRewrite(t testing.TB, path, yaml string) {
 // it), with the short worker tick. The cleanup is that of startGatewayAs.
 func recGateway(t testing.TB, path string) *gw {
 	t.Helper()
-	instance := newInstance(t)
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	log := slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := app.New(cfg, app.Options{Instance: instance, Log: log, WorkerTick: recWorkerTick})
-	if err != nil {
-		t.Fatalf("app.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = a.Close(context.Background())
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- a.ServeHTTP(ctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
-
-	g := &gw{URL: "http://" + ln.Addr().String(), Instance: instance, App: a}
-	g.MCPURL = g.URL + "/mcp"
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("ServeHTTP: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("ServeHTTP did not return within 15s of its context ending")
-		}
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if err := a.Close(cctx); err != nil {
-			t.Errorf("app.Close: %v", err)
-		}
-		if left := containers(t, instance, ""); len(left) > 0 {
-			t.Errorf("after app.Close, %d container(s) of instance %s remain: %s", len(left), instance, describe(left))
-			removeContainers(t, left)
-		}
-	})
-	return g
+	return startGatewayFile(t, path, app.Options{WorkerTick: recWorkerTick})
 }
 
 // recGatewayYAML is recGateway for a config that is never rewritten.

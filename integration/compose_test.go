@@ -70,7 +70,8 @@ func TestComposeStack(t *testing.T) {
 	// its service name. The discovered server may need a moment after the
 	// gateway is up, so the call is retried briefly.
 	batch := `{"calls":[{"mcp_server":"math","tool":"add","arguments":{"a":20,"b":22}},` +
-		`{"mcp_server":"echo","tool":"echo","arguments":{"text":"from the network"}}]}`
+		`{"mcp_server":"echo","tool":"echo","arguments":{"text":"from the network"}},` +
+		`{"mcp_server":"web","tool":"echo","arguments":{"text":"spawned over http"}}]}`
 	var got map[string]any
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -89,7 +90,7 @@ func TestComposeStack(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	results, _ := got["results"].([]any)
-	if got["success"] != true || len(results) != 2 {
+	if got["success"] != true || len(results) != 3 {
 		t.Fatalf("batch through the compose network: %v", got)
 	}
 	if r := results[0].(map[string]any)["result"]; r != 42.0 {
@@ -98,8 +99,13 @@ func TestComposeStack(t *testing.T) {
 	if r := results[1].(map[string]any)["result"]; r != "from the network" {
 		t.Errorf("echo = %v, want %q", r, "from the network")
 	}
-	if n := countContainers(t, instance, "math"); n != 1 {
-		t.Errorf("spawned math containers = %d, want 1", n)
+	if r := results[2].(map[string]any)["result"]; r != "spawned over http" {
+		t.Errorf("web echo = %v, want %q", r, "spawned over http")
+	}
+	for _, id := range []string{"math", "web"} {
+		if n := countContainers(t, instance, id); n != 1 {
+			t.Errorf("spawned %s containers = %d, want 1", id, n)
+		}
 	}
 
 	down()

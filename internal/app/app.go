@@ -77,7 +77,7 @@ func NewLogger(l config.Logging, w io.Writer) *slog.Logger {
 
 // New builds the gateway from cfg: it connects to the Docker engine, removes
 // containers an earlier run of this instance left behind, and registers
-// every configured provider COLD.
+// every configured provider and group (with its members) COLD.
 func New(cfg *config.Config, o Options) (*App, error) {
 	if o.Instance == "" {
 		o.Instance = "default"
@@ -120,16 +120,19 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		Events: a.Metrics,
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
+	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	for _, id := range sortedIDs(cfg) {
 		s := cfg.Servers[id]
-		if s.Mode == config.ModeGroup {
-			log.Error("groups are not served by this version; skipping", "mcp_server", id)
+		if s.Mode != config.ModeGroup {
+			a.Providers.Add(s)
 			continue
 		}
-		a.Providers.Add(s)
+		// Validation keeps member IDs apart from top-level IDs, not from
+		// another group's members.
+		if _, err := a.Gateway.Groups.Add(s); err != nil {
+			log.Error("group not served", "group", id, "error", err)
+		}
 	}
-
-	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.MCP = a.Gateway.MCPServer()
 
 	if cfg.Discovery.Enabled {

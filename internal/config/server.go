@@ -79,6 +79,20 @@ func (d *decoder) servers(p string, v any, exec Execution) map[string]*Server {
 		s.ID = id
 		out[id] = s
 	}
+	// A member is a provider of its own: one ID, one group.
+	owner := map[string]string{}
+	for _, id := range sortedKeys(m) {
+		for i, mem := range out[id].Members {
+			if mem.ID == "" {
+				continue
+			}
+			if g, dup := owner[mem.ID]; dup && g != id {
+				d.add(join(index(join(join(p, id), "members"), i), "id"), "%q is already a member of group %s", mem.ID, g)
+			} else {
+				owner[mem.ID] = id
+			}
+		}
+	}
 	return out
 }
 

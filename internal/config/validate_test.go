@@ -210,6 +210,8 @@ func TestParseProblems(t *testing.T) {
 			[]string{`mcp_servers.pool.members[1].id: duplicate member id "m1" (also mcp_servers.pool.members[0])`}},
 		{"member id clashes with server", pool + "  m1: {mode: docker, image: img}\n", nil,
 			[]string{`mcp_servers.pool.members[0].id: "m1" is already a top-level server id`}},
+		{"member id in two groups", pool + "  pool2: {mode: group, members: [{id: m1, mode: docker, image: img}]}\n", nil,
+			[]string{`mcp_servers.pool2.members[0].id: "m1" is already a member of group pool`}},
 		{"member is a group", pool + "      - {id: m2, mode: group}\n", nil,
 			[]string{"mcp_servers.pool.members[1].mode: group members may not be groups"}},
 		{"member mode rules apply", pool + "      - {id: m2, mode: remote}\n", nil,

@@ -34,8 +34,10 @@ type ReloadResult struct {
 }
 
 // Reload re-reads the config file and applies the difference: removed and
-// changed providers are stopped (gracefully: after their calls in flight),
-// new and changed ones are registered COLD, unchanged ones are not touched.
+// changed providers and groups are stopped (gracefully: after their calls
+// in flight), new and changed ones are registered COLD, unchanged ones are
+// not touched. A group counts as one server: any change to it or to one of
+// its members replaces the group and all its members.
 // A config that does not load leaves everything as it was.
 func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 	g.reloadMu.Lock()
@@ -78,13 +80,22 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 		if p, ok := g.Providers.Remove(id); ok {
 			eg.Go(func() error { return p.Retire(wait, ReasonReload, graceful) })
 		}
+		// A changed group is replaced whole, members included.
+		if grp, ok := g.Groups.Remove(id); ok {
+			eg.Go(func() error { return grp.Retire(wait, ReasonReload, graceful) })
+		}
 	}
 	if err := eg.Wait(); err != nil {
 		g.Log.Warn("config reload: stopping a provider", "error", err)
 	}
 	for _, id := range slices.Concat(d.Updated, d.Added) {
-		if s := next.Servers[id]; s.Mode != config.ModeGroup {
+		s := next.Servers[id]
+		if s.Mode != config.ModeGroup {
 			g.Providers.Add(s)
+			continue
+		}
+		if _, err := g.Groups.Add(s); err != nil {
+			g.Log.Error("config reload: group not served", "group", id, "error", err)
 		}
 	}
 	g.setConfig(next)

@@ -29,7 +29,7 @@ func (g *Gateway) batchTools() []server.ServerTool {
 					"type":     "object",
 					"required": []string{"mcp_server", "tool"},
 					"properties": map[string]any{
-						"mcp_server": map[string]any{"type": "string", "description": "MCP server ID"},
+						"mcp_server": map[string]any{"type": "string", "description": "MCP server ID or group ID"},
 						"tool":       map[string]any{"type": "string", "description": "Tool name"},
 						"arguments":  map[string]any{"type": "object", "description": "Tool arguments"},
 						"timeout":    map[string]any{"type": "number", "minimum": 1, "maximum": lim.MaxTimeout.Seconds(), "description": "Per-call timeout in seconds"},

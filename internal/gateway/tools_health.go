@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -47,6 +48,8 @@ func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return fail(err)
 	}
+	// Group members are listed under mcp_servers too: calls through a group
+	// land on them, and their counters are where those calls show.
 	servers := map[string]any{}
 	var calls, errs int64
 	for _, p := range g.Providers.List() {
@@ -66,13 +69,21 @@ func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		calls += t.Invocations
 		errs += t.Errors
 	}
+	groups := map[string]any{}
+	for _, grp := range g.Groups.List() {
+		st := grp.Status()
+		groups[st.ID] = map[string]any{
+			"state": st.State, "strategy": st.Strategy,
+			"total_members": st.TotalMembers, "healthy_members": st.HealthyCount,
+		}
+	}
 	var avgCold float64
 	if sum.ColdStarts > 0 {
 		avgCold = sum.ColdStartSumMs / float64(sum.ColdStarts)
 	}
 	return ok(map[string]any{
 		"mcp_servers": servers,
-		"groups":      map[string]any{},
+		"groups":      groups,
 		"tool_calls":  sum.Tools,
 		"discovery":   map[string]any{"scans": sum.DiscoveryScans, "total_scan_ms": sum.DiscoverySumMs},
 		"errors":      sum.ErrorsByType,
@@ -87,7 +98,7 @@ func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		},
 		"summary": map[string]any{
 			"total_mcp_servers": len(servers),
-			"total_groups":      0,
+			"total_groups":      len(groups),
 			"total_tool_calls":  calls,
 			"total_errors":      errs,
 		},
@@ -97,13 +108,25 @@ func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	byState := map[string]int{"cold": 0, "ready": 0, "degraded": 0, "dead": 0}
 	total := 0
-	for _, p := range g.Providers.List() {
+	for _, p := range g.topLevel() {
 		byState[string(p.State())]++
 		total++
 	}
 	status := "healthy"
 	if byState[string(provider.Degraded)] > 0 || byState[string(provider.Dead)] > 0 {
 		status = "degraded"
+	}
+	groupsByState := map[string]int{string(group.Cold): 0, string(group.Healthy): 0, string(group.Degraded): 0, string(group.Unavailable): 0}
+	groupTotal, members, healthyMembers := 0, 0, 0
+	for _, grp := range g.Groups.List() {
+		st := grp.Status()
+		groupsByState[string(st.State)]++
+		groupTotal++
+		members += st.TotalMembers
+		healthyMembers += st.HealthyCount
+		if st.State == group.Degraded || st.State == group.Unavailable {
+			status = "degraded"
+		}
 	}
 	docker := map[string]any{"available": nil}
 	if g.Engine != nil {
@@ -117,7 +140,8 @@ func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 	return ok(map[string]any{
 		"status":      status,
 		"mcp_servers": map[string]any{"total": total, "by_state": byState},
-		"groups":      map[string]any{"total": 0, "by_state": map[string]int{}, "total_members": 0, "healthy_members": 0},
+		"groups": map[string]any{"total": groupTotal, "by_state": groupsByState,
+			"total_members": members, "healthy_members": healthyMembers},
 		"security": map[string]any{"rate_limiting": map[string]any{
 			"enabled":        cfg.Auth.Enabled,
 			"active_buckets": 0,

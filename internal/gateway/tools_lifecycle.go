@@ -9,13 +9,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
 func (g *Gateway) lifecycleTools() []server.ServerTool {
 	return []server.ServerTool{
 		{Tool: mcp.NewTool("hangar_list",
-			mcp.WithDescription("List all MCP servers with state and tool counts."),
+			mcp.WithDescription("List all MCP servers and groups with state and tool counts."),
 			mcp.WithString("state_filter", mcp.Description(`Filter by state: "cold", "ready", "degraded", "dead"`),
 				mcp.Enum("cold", "initializing", "ready", "degraded", "dead")),
 			mcp.WithReadOnlyHintAnnotation(true),
@@ -68,7 +69,7 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 		return fail(fmt.Errorf("invalid state_filter: %q (want cold, ready, degraded or dead)", filter))
 	}
 	servers := []map[string]any{}
-	for _, p := range g.Providers.List() {
+	for _, p := range g.topLevel() {
 		s := p.Snapshot()
 		if filter != "" && string(s.State) != filter {
 			continue
@@ -84,9 +85,25 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 			"description":      p.Spec().Description,
 		})
 	}
+	// The filter applies to groups too; only cold and degraded are also
+	// group states.
+	groups := []map[string]any{}
+	for _, grp := range g.Groups.List() {
+		st := grp.Status()
+		if filter != "" && string(st.State) != filter {
+			continue
+		}
+		groups = append(groups, map[string]any{
+			"group_id":      st.ID,
+			"state":         st.State,
+			"strategy":      st.Strategy,
+			"healthy_count": st.HealthyCount,
+			"total_members": st.TotalMembers,
+		})
+	}
 	return ok(map[string]any{
 		"mcp_servers":         servers,
-		"groups":              []any{},
+		"groups":              groups,
 		"runtime_mcp_servers": []any{},
 	})
 }
@@ -106,6 +123,9 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return fail(err)
 	}
+	if grp, found := g.Groups.Get(id); found {
+		return g.startGroup(ctx, grp)
+	}
 	p, found := g.Providers.Get(id)
 	if !found {
 		return unknownServer(id)
@@ -123,6 +143,24 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	return ok(map[string]any{"mcp_server": id, "state": p.State(), "tools": names})
 }
 
+// startGroup starts every member of a group in parallel, a few at a time,
+// each within its own start timeout. It fails only when no member starts;
+// members_started counts the members running afterwards.
+func (g *Gateway) startGroup(ctx context.Context, grp *group.Group) (*mcp.CallToolResult, error) {
+	started, err := grp.Start(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	st := grp.Status()
+	return ok(map[string]any{
+		"group":           st.ID,
+		"state":           st.State,
+		"members_started": started,
+		"healthy_count":   st.HealthyCount,
+		"total_members":   st.TotalMembers,
+	})
+}
+
 // ReasonManual is the stop reason of hangar_stop.
 const ReasonManual = "manual_stop"
 
@@ -131,12 +169,18 @@ func (g *Gateway) stop(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if err != nil {
 		return fail(err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if grp, found := g.Groups.Get(id); found {
+		if err := grp.Stop(ctx, ReasonManual); err != nil {
+			return fail(err)
+		}
+		return ok(map[string]any{"group": id, "state": grp.State(), "stopped": true})
+	}
 	p, found := g.Providers.Get(id)
 	if !found {
 		return unknownServer(id)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	if err := p.Stop(ctx, ReasonManual, false); err != nil {
 		return fail(fmt.Errorf("stop %s: %w", id, err))
 	}
@@ -148,7 +192,7 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 	servers := []map[string]any{}
 	healthy := 0
 	var lines []string
-	for _, p := range g.Providers.List() {
+	for _, p := range g.topLevel() {
 		s := p.Snapshot()
 		if s.State == provider.Ready {
 			healthy++
@@ -169,14 +213,33 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 		}
 		lines = append(lines, fmt.Sprintf("%s %s (%s)", s.State.Indicator(), s.ID, detail))
 	}
+	groups := []map[string]any{}
+	for _, grp := range g.Groups.List() {
+		st := grp.Status()
+		groups = append(groups, map[string]any{
+			"id":              st.ID,
+			"indicator":       st.State.Indicator(),
+			"state":           st.State,
+			"healthy_members": st.HealthyCount,
+			"total_members":   st.TotalMembers,
+		})
+		detail := fmt.Sprintf("group, %s, %d/%d members healthy", st.Strategy, st.HealthyCount, st.TotalMembers)
+		if st.CircuitOpen {
+			detail += ", circuit open"
+		}
+		lines = append(lines, fmt.Sprintf("%s %s (%s)", st.State.Indicator(), st.ID, detail))
+	}
 	total := len(servers)
 	header := fmt.Sprintf("hangar: %d/%d MCP servers ready, up %s", healthy, total, humanDuration(up))
+	if len(groups) > 0 {
+		header = fmt.Sprintf("hangar: %d/%d MCP servers ready, %d group(s), up %s", healthy, total, len(groups), humanDuration(up))
+	}
 	if len(lines) == 0 {
 		lines = []string{"(no MCP servers configured)"}
 	}
 	return ok(map[string]any{
 		"mcp_servers":         servers,
-		"groups":              []any{},
+		"groups":              groups,
 		"runtime_mcp_servers": []any{},
 		"summary": map[string]any{
 			"healthy_mcp_servers": healthy,

@@ -56,6 +56,18 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return fail(err)
 	}
+	if grp, found := g.Groups.Get(id); found {
+		tools, err := grp.Tools(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(map[string]any{
+			"mcp_server": id,
+			"state":      grp.State(),
+			"group":      true,
+			"tools":      toolObjects(tools),
+		})
+	}
 	p, found := g.Providers.Get(id)
 	if !found {
 		return unknownServer(id)
@@ -78,6 +90,9 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 	id, err := req.RequireString("mcp_server")
 	if err != nil {
 		return fail(err)
+	}
+	if grp, found := g.Groups.Get(id); found {
+		return ok(groupDetails(grp.Status()))
 	}
 	p, found := g.Providers.Get(id)
 	if !found {
@@ -141,8 +156,15 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
+// warm starts MCP servers. Groups are skipped: warming all leaves groups
+// and their members alone, and a group named explicitly is reported in
+// failed with a group_skipped error (hangar_start starts a group). A member
+// named explicitly is warmed like any server.
 func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	ids := g.Providers.IDs()
+	var ids []string
+	for _, p := range g.topLevel() {
+		ids = append(ids, p.ID())
+	}
 	if list := strings.TrimSpace(req.GetString("mcp_servers", "")); list != "" {
 		ids = nil
 		for _, id := range strings.Split(list, ",") {
@@ -156,6 +178,12 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	var eg errgroup.Group
 	eg.SetLimit(warmParallelism)
 	for _, id := range ids {
+		if _, isGroup := g.Groups.Get(id); isGroup {
+			mu.Lock()
+			failed = append(failed, map[string]any{"id": id, "error": groupSkipped(id)})
+			mu.Unlock()
+			continue
+		}
 		p, found := g.Providers.Get(id)
 		if !found || p.State() == provider.Ready {
 			mu.Lock()
@@ -190,4 +218,9 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		"failed":       failed,
 		"summary":      fmt.Sprintf("%d warmed, %d already warm, %d failed", len(warmed), len(already), len(failed)),
 	})
+}
+
+// groupSkipped is hangar_warm's error for a group named explicitly.
+func groupSkipped(id string) string {
+	return "group_skipped: " + id + " (hangar_warm skips groups; hangar_start starts all members of a group)"
 }

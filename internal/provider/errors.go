@@ -12,6 +12,7 @@ const (
 	KindUnknownServer   = "unknown_mcp_server"
 	KindUnknownGroup    = "unknown_group"
 	KindNoHealthyMember = "no_healthy_members_in_group"
+	KindCircuitOpen     = "circuit_open" // a group's breaker refuses calls
 
 	KindStartFailed    = "start_failed"     // the backend could not be started
 	KindCrashed        = "provider_crashed" // the backend died under a call

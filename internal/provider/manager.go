@@ -2,10 +2,12 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -20,7 +22,8 @@ type Manager struct {
 
 	mu        sync.RWMutex
 	providers map[string]*Provider
-	sorted    []*Provider // by ID, rebuilt on change
+	sorted    []*Provider       // by ID, rebuilt on change
+	members   map[string]string // group member ID → group ID
 }
 
 // NewManager returns an empty manager; opts apply to every provider.
@@ -31,7 +34,7 @@ func NewManager(launcher Launcher, opts Options) *Manager {
 	if opts.Events == nil {
 		opts.Events = NoEvents{}
 	}
-	return &Manager{launcher: launcher, opts: opts, providers: map[string]*Provider{}}
+	return &Manager{launcher: launcher, opts: opts, providers: map[string]*Provider{}, members: map[string]string{}}
 }
 
 // Get returns the provider with id.
@@ -78,6 +81,109 @@ func (m *Manager) AddIfAbsent(spec *config.Server) (*Provider, bool) {
 	return p, true
 }
 
+// AddMember registers a COLD provider for a member of group unless its ID
+// is taken. Its events go to obs as well as to the manager's, so that the
+// group sees every outcome of its member, direct calls included. Like the
+// manager's, obs.StateChanged is called with the provider's lock held.
+func (m *Manager) AddMember(spec *config.Server, group string, obs Events) (*Provider, bool) {
+	opts := m.opts
+	opts.Events = teeEvents{m.opts.Events, obs}
+	m.mu.Lock()
+	if _, ok := m.providers[spec.ID]; ok {
+		m.mu.Unlock()
+		return nil, false
+	}
+	p := New(spec, m.launcher, opts)
+	m.providers[spec.ID] = p
+	m.members[spec.ID] = group
+	m.resort()
+	m.mu.Unlock()
+	m.opts.Events.StateChanged(spec.ID, "", Cold)
+	return p, true
+}
+
+// GroupOf returns the group a provider is a member of.
+func (m *Manager) GroupOf(id string) (string, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g, ok := m.members[id]
+	return g, ok
+}
+
+// ErrNotRunning is Probe's answer for a provider with no backend.
+var ErrNotRunning = errors.New("not running")
+
+// Probe health-checks id's running backend now, off the workers' schedule
+// (a group rebalance): tools/list within the health check timeout, which
+// also refreshes the tool cache. A success brings a DEGRADED provider back;
+// a failure is counted but changes no state: the workers decide that.
+func (m *Manager) Probe(ctx context.Context, id string) error {
+	p, ok := m.Get(id)
+	if !ok {
+		return &Error{Kind: KindUnknownServer, ID: id}
+	}
+	p.mu.Lock()
+	inst := p.inst
+	p.mu.Unlock()
+	if inst == nil {
+		return ErrNotRunning
+	}
+	cctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	tools, err := inst.b.ListTools(cctx)
+	cancel()
+	now := p.opts.Now()
+	p.mu.Lock()
+	if p.inst != inst {
+		// Stopped or restarted meanwhile; the result is stale.
+		p.mu.Unlock()
+		return ErrNotRunning
+	}
+	p.health.LastCheck = now
+	if err == nil {
+		p.tools = tools
+		p.health.ConsecutiveFailures = 0
+		p.health.LastSuccessAt = now
+		p.degradations = 0
+		if p.state == Degraded {
+			p.setState(Ready)
+		}
+	} else {
+		p.health.ConsecutiveFailures++
+		p.health.LastFailureAt = now
+	}
+	p.mu.Unlock()
+	p.opts.Events.HealthChecked(p.id, err)
+	return err
+}
+
+// teeEvents sends every event to both a and b.
+type teeEvents struct{ a, b Events }
+
+func (t teeEvents) StateChanged(id string, from, to State) {
+	t.a.StateChanged(id, from, to)
+	t.b.StateChanged(id, from, to)
+}
+func (t teeEvents) ColdStart(id string, d time.Duration, err error) {
+	t.a.ColdStart(id, d, err)
+	t.b.ColdStart(id, d, err)
+}
+func (t teeEvents) BackendExited(id, exit string, oom bool) {
+	t.a.BackendExited(id, exit, oom)
+	t.b.BackendExited(id, exit, oom)
+}
+func (t teeEvents) CallDone(id, tool, outcome string, d time.Duration) {
+	t.a.CallDone(id, tool, outcome, d)
+	t.b.CallDone(id, tool, outcome, d)
+}
+func (t teeEvents) HealthChecked(id string, err error) {
+	t.a.HealthChecked(id, err)
+	t.b.HealthChecked(id, err)
+}
+func (t teeEvents) Removed(id string) {
+	t.a.Removed(id)
+	t.b.Removed(id)
+}
+
 // Remove unregisters id and returns it, for the caller to retire.
 func (m *Manager) Remove(id string) (*Provider, bool) {
 	m.mu.Lock()
@@ -85,6 +191,7 @@ func (m *Manager) Remove(id string) (*Provider, bool) {
 	p, ok := m.providers[id]
 	if ok {
 		delete(m.providers, id)
+		delete(m.members, id)
 		m.resort()
 		m.opts.Events.Removed(id)
 	}

@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -269,98 +268,63 @@ func (b *Bench) createLabelled(ctx context.Context, owner, name string) (string,
 	return created.ID, nil
 }
 
-// loadArgs builds hangar_load's arguments from its input schema: the
-// properties it knows are filled in, and an unknown required one is an
-// error naming it.
-func loadArgs(t mcp.Tool, name, image string) (map[string]any, error) {
-	args := map[string]any{}
-	for p := range t.InputSchema.Properties {
-		switch p {
-		case "name", "id", "mcp_server", "server", "provider", "server_id":
-			args[p] = name
-		case "image":
-			args[p] = image
-		case "mode":
-			args[p] = "docker"
-		}
-	}
-	var unknown []string
-	for _, r := range t.InputSchema.Required {
-		if _, ok := args[r]; !ok {
-			unknown = append(unknown, r)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("required arguments %v are not known to the bench", unknown)
-	}
-	return args, nil
+// catalogJSON is the local registry catalog of figure 6's gateway: one
+// server.json whose OCI package is the math image, run over stdio.
+const catalogJSON = `[{"name": "io.github.mcp-hangar/bench-math", "description": "Arithmetic, for the hot-load figure",
+  "version": "1.0.0", "packages": [{"registryType": "oci", "identifier": "mcp-hangar/math", "version": "dev",
+  "transport": {"type": "stdio"}}]}]`
+
+// registryYAML points the gateway's registry at a catalog file.
+func registryYAML(catalog string) string {
+	return "registry:\n  url: \"\"\n  catalog_file: " + strconv.Quote(catalog) + "\n"
 }
 
-// HotLoad measures figure 6: hangar_load of a math provider, then the time
-// until a call to it answers.
+// HotLoad measures figure 6: hangar_load of the catalog's math server, then
+// the time until a call to it answers, then hangar_unload.
 func (b *Bench) HotLoad(ctx context.Context, g *Gateway, c *Client, tools map[string]mcp.Tool) (*LoadResult, error) {
 	res := &LoadResult{}
-	lt, ok := tools[toolLoad]
-	if !ok {
-		res.Skipped = "not measured: hot-load is not built yet (the gateway has no " + toolLoad + " tool)"
+	if _, ok := tools[toolLoad]; !ok {
+		res.Skipped = "not measured: the gateway has no " + toolLoad + " tool"
 		return res, nil
 	}
 	samples := b.n(10, 3)
 	var first, call []time.Duration
+	args := map[string]any{"name": "bench-math", "force_unverified": true}
+	res.Args = args
 	for i := range samples {
-		name := fmt.Sprintf("load-%s-%02d", strings.TrimPrefix(b.runID, "bench-"), i)
-		args, err := loadArgs(lt, name, mathImage)
-		if err != nil {
-			res.Skipped = "not measured: " + toolLoad + " exists but " + err.Error() + " (extend loadArgs in bench/discovery.go)"
-			return res, nil
-		}
-		res.Args = args
 		t0 := time.Now()
 		r, err := c.Call(ctx, toolLoad, args)
 		if err != nil {
 			return nil, err
 		}
 		call = append(call, time.Since(t0))
-		if r.IsError {
+		var out struct {
+			Status    string `json:"status"`
+			MCPServer string `json:"mcp_server"`
+			Message   string `json:"message"`
+		}
+		if r.IsError || json.Unmarshal([]byte(resultText(r)), &out) != nil || out.Status != "loaded" {
 			return nil, fmt.Errorf("%s(%v): %s", toolLoad, args, resultText(r))
 		}
 		for {
-			err := checkBatch(c.Call(ctx, "hangar_call", oneCall(name, "add", map[string]any{"a": 1, "b": 2})))
+			err := checkBatch(c.Call(ctx, "hangar_call", oneCall(out.MCPServer, "add", map[string]any{"a": 1, "b": 2})))
 			if err == nil {
 				first = append(first, time.Since(t0))
 				break
 			}
 			if time.Since(t0) > 60*time.Second {
-				return nil, fmt.Errorf("loaded %s never answered: %w", name, err)
+				return nil, fmt.Errorf("loaded %s never answered: %w", out.MCPServer, err)
 			}
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return nil, ctx.Err()
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if _, ok := tools[toolUnload]; ok {
-			_, _ = c.Call(ctx, toolUnload, map[string]any{argKeyOf(args): name})
-		} else {
-			_, _ = c.Call(ctx, "hangar_stop", map[string]any{"mcp_server": name})
+		if _, err := c.Call(ctx, toolUnload, map[string]any{"mcp_server": out.MCPServer}); err != nil {
+			return nil, err
 		}
 		b.log.Info("figure 6: hot-load", "sample", i+1, "of", samples)
 	}
 	res.FirstAnswer, res.LoadCall = Summarize(first), Summarize(call)
 	return res, nil
-}
-
-// argKeyOf returns the argument that carried the server name.
-func argKeyOf(args map[string]any) string {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if k != "image" && k != "mode" {
-			return k
-		}
-	}
-	return "name"
 }

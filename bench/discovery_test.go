@@ -1,32 +1,24 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
-func TestLoadArgsFromSchema(t *testing.T) {
-	tool := mcp.NewTool("hangar_load",
-		mcp.WithString("name", mcp.Required()),
-		mcp.WithString("image"),
-		mcp.WithBoolean("force_unverified"),
-	)
-	args, err := loadArgs(tool, "load-x-00", mathImage)
-	if err != nil {
+func TestCatalogIsAServerList(t *testing.T) {
+	var servers []struct {
+		Name     string `json:"name"`
+		Packages []struct {
+			RegistryType string `json:"registryType"`
+			Identifier   string `json:"identifier"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal([]byte(catalogJSON), &servers); err != nil {
 		t.Fatal(err)
 	}
-	if args["name"] != "load-x-00" || args["image"] != mathImage || len(args) != 2 {
-		t.Fatalf("args = %v", args)
-	}
-	if k := argKeyOf(args); k != "name" {
-		t.Fatalf("argKeyOf = %q", k)
-	}
-
-	unknown := mcp.NewTool("hangar_load", mcp.WithString("registry_ref", mcp.Required()))
-	if _, err := loadArgs(unknown, "n", mathImage); err == nil {
-		t.Fatal("an unknown required argument was accepted")
+	if len(servers) != 1 || servers[0].Packages[0].Identifier+":dev" != mathImage {
+		t.Fatalf("catalog = %+v, want one server packaging %s", servers, mathImage)
 	}
 }
 

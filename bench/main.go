@@ -363,7 +363,20 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 	// Figures 5 and 6: features that may not exist yet.
 	if o.wants(5, 6) && ctx.Err() == nil {
 		func() {
-			g, err := b.StartGateway("disc", configYAML([]srvDef{{"math", mathImage}}, discoveryYAML))
+			dir, err := os.MkdirTemp("", "hangar-bench-catalog-")
+			if err != nil {
+				fail(5, err)
+				fail(6, err)
+				return
+			}
+			defer os.RemoveAll(dir)
+			catalog := filepath.Join(dir, "catalog.json")
+			if err := os.WriteFile(catalog, []byte(catalogJSON), 0o600); err != nil {
+				fail(5, err)
+				fail(6, err)
+				return
+			}
+			g, err := b.StartGateway("disc", configYAML([]srvDef{{"math", mathImage}}, discoveryYAML+registryYAML(catalog)))
 			if err != nil {
 				if o.wants(5) {
 					r.Disc = &DiscoveryResult{Skipped: "not measured: the gateway does not start with a discovery config: " + oneLine(err.Error())}

@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
 )
 
 // Options are the command-line level settings.
@@ -132,6 +133,13 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		if _, err := a.Gateway.Groups.Add(s); err != nil {
 			log.Error("group not served", "group", id, "error", err)
 		}
+	}
+	if cfg.Registry.Enabled() {
+		taken := func(id string) bool { _, ok := a.Gateway.Groups.Get(id); return ok }
+		loader := mcpregistry.NewLoader(cfg.Registry, mcpregistry.NewClient(cfg.Registry, log.With("component", "registry")),
+			mcpregistry.Providers{M: a.Providers, Taken: taken}, log.With("component", "hotload"))
+		loader.Execution = cfg.Execution
+		a.Gateway.HotLoad = loader
 	}
 	a.MCP = a.Gateway.MCPServer()
 

@@ -67,6 +67,8 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	l.boolean("json_format", &cfg.Logging.JSONFormat)
 	l.finish()
 
+	d.registry(root.sub("registry"), &cfg.Registry)
+
 	if root.str("data_dir", &cfg.DataDir) && cfg.DataDir == "" {
 		d.add("data_dir", "must not be empty")
 	}

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// DefaultRegistryURL is the official MCP registry.
+const DefaultRegistryURL = "https://registry.modelcontextprotocol.io"
+
 const (
 	defaultDataDir = "./.hangar"
 	defaultUser    = "65534:65534" // nobody:nogroup, so a provider never runs as root by accident
@@ -43,7 +46,14 @@ func defaults() *Config {
 		Auth:         Auth{RateLimit: RateLimit{RPS: 10, Burst: 20}},
 		ConfigReload: Reload{Interval: 5 * time.Second},
 		Logging:      Logging{Level: "INFO", JSONFormat: true},
-		DataDir:      defaultDataDir,
+		Registry: Registry{
+			URL:                DefaultRegistryURL,
+			VerifiedNamespaces: []string{"io.github.modelcontextprotocol/", "io.modelcontextprotocol/"},
+			Timeout:            10 * time.Second,
+			MaxHotLoaded:       20,
+			IdleTTL:            300 * time.Second,
+		},
+		DataDir: defaultDataDir,
 	}
 }
 

@@ -27,6 +27,11 @@ var CommandEnv = map[string]bool{
 	"HANGAR_LISTEN": true, "HANGAR_INSTANCE": true, "HANGAR_ALLOWED_ORIGINS": true, "HANGAR_URL": true,
 }
 
+// SecretEnvPrefix starts variables that hold secrets for hot-loaded servers
+// (HANGAR_SECRET_GITHUB_TOKEN satisfies a server's GITHUB_TOKEN); they are
+// not config keys, so overrides skip them.
+const SecretEnvPrefix = "HANGAR_SECRET_"
+
 // ResolvePath picks the config file: the --config flag, else $MCP_CONFIG
 // (the Python hangar's variable), else ./config.yaml.
 func ResolvePath(flag string) string {
@@ -79,7 +84,7 @@ func load(label string, p koanf.Provider, environ []string) (*Config, error) {
 		Prefix:      envPrefix,
 		EnvironFunc: func() []string { return environ },
 		TransformFunc: func(name, value string) (string, any) {
-			if CommandEnv[name] {
+			if CommandEnv[name] || strings.HasPrefix(name, SecretEnvPrefix) {
 				return "", nil
 			}
 			key := strings.ToLower(strings.TrimPrefix(name, envPrefix))

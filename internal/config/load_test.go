@@ -153,8 +153,15 @@ batch: {max_calls: 10, max_concurrency: 5, default_timeout: 30, max_timeout: 120
 auth: {enabled: true, rate_limit: {rps: 2.5, burst: 5}}
 config_reload: {enabled: true, interval_s: 2}
 logging: {level: debug, json_format: false}
+registry:
+  url: "${REGISTRY:-https://unused}/"
+  catalog_file: /etc/hangar/catalog.json
+  verified_namespaces: [io.github.acme, "io.github.other/", io.github.x/one]
+  timeout_s: 2.5
+  max_hot_loaded: 3
+  idle_ttl_s: 60
 data_dir: /var/lib/hangar
-`, "API_KEY=k", "TOKEN=t")
+`, "API_KEY=k", "TOKEN=t", "REGISTRY=http://registry.local:8080")
 
 	math := cfg.Servers["math"]
 	wantMath := &Server{
@@ -206,7 +213,12 @@ data_dir: /var/lib/hangar
 		Auth:         Auth{Enabled: true, RateLimit: RateLimit{RPS: 2.5, Burst: 5}},
 		ConfigReload: Reload{Enabled: true, Interval: 2 * time.Second},
 		Logging:      Logging{Level: "DEBUG", JSONFormat: false},
-		DataDir:      "/var/lib/hangar",
+		Registry: Registry{
+			URL: "http://registry.local:8080", CatalogFile: "/etc/hangar/catalog.json",
+			VerifiedNamespaces: []string{"io.github.acme/", "io.github.other/", "io.github.x/one"},
+			Timeout:            2500 * time.Millisecond, MaxHotLoaded: 3, IdleTTL: time.Minute,
+		},
+		DataDir: "/var/lib/hangar",
 	}
 	gotRest := *cfg
 	gotRest.Servers = nil

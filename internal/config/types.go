@@ -19,6 +19,9 @@ const (
 	ModeGroup      = "group"
 )
 
+// OriginRegistry is Server.Origin of a server hot-loaded by hangar_load.
+const OriginRegistry = "registry"
+
 // Transports between the gateway and a provider.
 const (
 	TransportStdio = "stdio"
@@ -52,6 +55,8 @@ type Config struct {
 	Auth         Auth
 	ConfigReload Reload
 	Logging      Logging
+	// Registry is where hangar_load finds MCP servers to hot-load.
+	Registry Registry
 	// DataDir holds state that survives restarts (approvals, quarantine).
 	DataDir string
 	// Source is the file the config was read from ("" when built in code).
@@ -114,7 +119,7 @@ type Server struct {
 	// from a config file.
 	AttachContainer string
 	// Origin says where the server came from: "" (config file), "docker"
-	// or "filesystem" (discovery).
+	// or "filesystem" (discovery), OriginRegistry (hangar_load).
 	Origin string
 }
 
@@ -215,3 +220,26 @@ type Logging struct {
 	Level      string // DEBUG | INFO | WARN | ERROR, default INFO
 	JSONFormat bool   // default true
 }
+
+// Registry configures hot-loading (hangar_load): the MCP registry to search
+// and an optional local catalog consulted first. Hot-loading is off when
+// both URL and CatalogFile are empty.
+type Registry struct {
+	// URL of an MCP registry (the official one by default); "" searches
+	// the catalog file only.
+	URL string
+	// CatalogFile is a JSON file of server.json documents (a list of them,
+	// of registry entries {server, _meta}, or a registry answer
+	// {servers: [...]}), read at every search; "" for none.
+	CatalogFile string
+	// VerifiedNamespaces are the name prefixes whose servers count as
+	// verified: "io.github.acme/" (a namespace; written without the slash
+	// it means the same) or "io.github.acme/weather" (one server).
+	VerifiedNamespaces []string
+	Timeout            time.Duration // timeout_s: per registry request, default 10s
+	MaxHotLoaded       int           // default 20
+	IdleTTL            time.Duration // idle_ttl_s: of hot-loaded servers, default 300s
+}
+
+// Enabled reports whether hot-loading has anywhere to look.
+func (r Registry) Enabled() bool { return r.URL != "" || r.CatalogFile != "" }

@@ -45,8 +45,11 @@ type Gateway struct {
 	Metrics   *metrics.Metrics
 	Engine    *dockerrt.EngineState // nil when no Docker engine is used
 	Discovery DiscoveryService      // nil when discovery is off
-	Log       *slog.Logger
-	Started   time.Time
+	// HotLoad serves hangar_load and hangar_unload; nil when hot-loading
+	// is off (registry.url and registry.catalog_file both empty).
+	HotLoad HotLoader
+	Log     *slog.Logger
+	Started time.Time
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config
@@ -168,6 +171,7 @@ func (g *Gateway) tools() []server.ServerTool {
 	all = append(all, g.batchTools()...)
 	all = append(all, g.discoveryTools()...)
 	all = append(all, g.groupTools()...)
+	all = append(all, g.hotloadTools()...)
 	return all
 }
 
@@ -259,4 +263,9 @@ func args(req mcp.CallToolRequest) (map[string]any, error) {
 	default:
 		return nil, errNoArgs
 	}
+}
+
+// hotloadTools are hangar_load and hangar_unload over g.HotLoad.
+func (g *Gateway) hotloadTools() []server.ServerTool {
+	return hotloadTools(func() HotLoader { return g.HotLoad })
 }

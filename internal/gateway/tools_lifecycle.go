@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -70,6 +71,9 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	}
 	servers := []map[string]any{}
 	for _, p := range g.topLevel() {
+		if p.Spec().Origin == config.OriginRegistry {
+			continue // in runtime_mcp_servers
+		}
 		s := p.Snapshot()
 		if filter != "" && string(s.State) != filter {
 			continue
@@ -104,7 +108,7 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	return ok(map[string]any{
 		"mcp_servers":         servers,
 		"groups":              groups,
-		"runtime_mcp_servers": []any{},
+		"runtime_mcp_servers": runtimeList(g.HotLoad, filter),
 	})
 }
 
@@ -193,6 +197,9 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 	healthy := 0
 	var lines []string
 	for _, p := range g.topLevel() {
+		if p.Spec().Origin == config.OriginRegistry {
+			continue // in runtime_mcp_servers
+		}
 		s := p.Snapshot()
 		if s.State == provider.Ready {
 			healthy++
@@ -229,6 +236,8 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 		}
 		lines = append(lines, fmt.Sprintf("%s %s (%s)", st.State.Indicator(), st.ID, detail))
 	}
+	runtime, runtimeHealthy, runtimeLines := runtimeStatus(g.HotLoad)
+	lines = append(lines, runtimeLines...)
 	total := len(servers)
 	header := fmt.Sprintf("hangar: %d/%d MCP servers ready, up %s", healthy, total, humanDuration(up))
 	if len(groups) > 0 {
@@ -240,12 +249,12 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 	return ok(map[string]any{
 		"mcp_servers":         servers,
 		"groups":              groups,
-		"runtime_mcp_servers": []any{},
+		"runtime_mcp_servers": runtime,
 		"summary": map[string]any{
 			"healthy_mcp_servers": healthy,
 			"total_mcp_servers":   total,
-			"runtime_mcp_servers": 0,
-			"runtime_healthy":     0,
+			"runtime_mcp_servers": len(runtime),
+			"runtime_healthy":     runtimeHealthy,
 			"uptime":              humanDuration(up),
 			"uptime_seconds":      up.Seconds(),
 		},

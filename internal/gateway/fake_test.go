@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -143,9 +146,6 @@ type harness struct {
 
 func newHarness(t *testing.T, l *fakeLauncher, tune func(*config.Config), servers ...*config.Server) *harness {
 	t.Helper()
-	if l == nil {
-		l = newFakeLauncher()
-	}
 	cfg := config.Default()
 	for _, s := range servers {
 		cfg.Servers[s.ID] = s
@@ -153,11 +153,32 @@ func newHarness(t *testing.T, l *fakeLauncher, tune func(*config.Config), server
 	if tune != nil {
 		tune(cfg)
 	}
-	m := provider.NewManager(l, provider.Options{Log: quiet})
-	for _, s := range servers {
-		m.Add(s)
+	return harnessFor(t, l, cfg, nil)
+}
+
+// harnessFor registers cfg's servers and groups with a gateway (m may be
+// nil: no metrics) and connects an in-process MCP client to it.
+func harnessFor(t *testing.T, l *fakeLauncher, cfg *config.Config, m *metrics.Metrics) *harness {
+	t.Helper()
+	if l == nil {
+		l = newFakeLauncher()
 	}
-	g := gateway.New(cfg, m, nil, nil, quiet)
+	opts := provider.Options{Log: quiet}
+	if m != nil {
+		opts.Events = m
+	}
+	mgr := provider.NewManager(l, opts)
+	g := gateway.New(cfg, mgr, nil, m, quiet)
+	for _, id := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		s := cfg.Servers[id]
+		if s.Mode == config.ModeGroup {
+			if _, err := g.Groups.Add(s); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			mgr.Add(s)
+		}
+	}
 	c, err := client.NewInProcessClient(g.MCPServer())
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +187,7 @@ func newHarness(t *testing.T, l *fakeLauncher, tune func(*config.Config), server
 		_ = c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = m.StopAll(ctx, "test")
+		_ = mgr.StopAll(ctx, "test")
 	})
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -11,11 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -44,41 +39,7 @@ func poolSpec(id string, members ...string) *config.Server {
 // and groups).
 func newGroupHarness(t *testing.T, l *fakeLauncher, cfg *config.Config) *harness {
 	t.Helper()
-	if l == nil {
-		l = newFakeLauncher()
-	}
-	m := metrics.New()
-	mgr := provider.NewManager(l, provider.Options{Log: quiet, Events: m})
-	g := gateway.New(cfg, mgr, nil, m, quiet)
-	for _, id := range slices.Sorted(maps.Keys(cfg.Servers)) {
-		s := cfg.Servers[id]
-		if s.Mode == config.ModeGroup {
-			if _, err := g.Groups.Add(s); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			mgr.Add(s)
-		}
-	}
-	c, err := client.NewInProcessClient(g.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = mgr.StopAll(ctx, "test")
-	})
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(t.Context(), init); err != nil {
-		t.Fatal(err)
-	}
-	return &harness{g: g, l: l, c: c}
+	return harnessFor(t, l, cfg, metrics.New())
 }
 
 func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }

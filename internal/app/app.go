@@ -128,8 +128,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 			a.Providers.Add(s)
 			continue
 		}
-		// Validation keeps member IDs apart from top-level IDs, not from
-		// another group's members.
+		// Validation keeps every member ID unique; this is a last guard.
 		if _, err := a.Gateway.Groups.Add(s); err != nil {
 			log.Error("group not served", "group", id, "error", err)
 		}

@@ -36,9 +36,8 @@ import (
 type Options struct {
 	// Instance names this gateway on the engine (LabelOwner); containers
 	// of another instance are never touched.
-	Instance  string
-	Log       *slog.Logger // nil: from the config's logging section, on stderr
-	LogOutput io.Writer    // where a config-built logger writes; nil: stderr
+	Instance string
+	Log      *slog.Logger // nil: from the config's logging section, on stderr
 	// WorkerTick is how often health and idle workers look at providers
 	// (default 1s).
 	WorkerTick time.Duration
@@ -85,11 +84,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	log := o.Log
 	if log == nil {
-		w := o.LogOutput
-		if w == nil {
-			w = os.Stderr
-		}
-		log = NewLogger(cfg.Logging, w)
+		log = NewLogger(cfg.Logging, os.Stderr)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}}

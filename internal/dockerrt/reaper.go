@@ -29,21 +29,6 @@ func (r *Runtime) Reap(ctx context.Context, keep func(id string) bool) (int, err
 	return n, nil
 }
 
-// Managed lists the IDs of this owner's containers, by server ID.
-func (r *Runtime) Managed(ctx context.Context) (map[string][]string, error) {
-	lctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
-	defer cancel()
-	list, err := r.api.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: r.ownFilter()})
-	if err != nil {
-		return nil, fmt.Errorf("list managed containers: %w", err)
-	}
-	out := map[string][]string{}
-	for _, c := range list.Items {
-		out[c.Labels[LabelServer]] = append(out[c.Labels[LabelServer]], c.ID)
-	}
-	return out, nil
-}
-
 func (r *Runtime) ownFilter() client.Filters {
 	return make(client.Filters).Add("label", LabelManaged+"=true", LabelOwner+"="+r.owner)
 }

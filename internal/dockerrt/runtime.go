@@ -54,9 +54,6 @@ func New(api API, owner string, log *slog.Logger) *Runtime {
 	return &Runtime{api: api, owner: owner, log: log, oom: newOOMTracker()}
 }
 
-// Owner is the instance name this runtime labels its containers with.
-func (r *Runtime) Owner() string { return r.owner }
-
 // Container is a running provider container.
 type Container struct {
 	ID string
@@ -95,10 +92,6 @@ func (c *Container) Exit() string {
 	}
 	return s
 }
-
-// ExitCode and OOMKilled are meaningful after Done is closed.
-func (c *Container) ExitCode() int64 { return c.exitCode }
-func (c *Container) OOMKilled() bool { return c.oomed }
 
 // Run creates, attaches and starts a container for spec. Attach comes before
 // start so no early output is lost; the wait is registered before start too

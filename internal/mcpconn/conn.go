@@ -197,10 +197,6 @@ func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallTo
 	return c.c.CallTool(ctx, req)
 }
 
-// Ping checks the session is alive (legacy protocol only; modern servers
-// removed ping, so tools/list is the health check there).
-func (c *Conn) Ping(ctx context.Context) error { return c.c.Ping(ctx) }
-
 // Close ends the session and its transport.
 func (c *Conn) Close() error {
 	defer c.end()

@@ -184,9 +184,6 @@ func TestCallToolOutcomes(t *testing.T) {
 	if _, err := c.CallTool(t.Context(), "missing", nil); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("protocol error = %v", err)
 	}
-	if err := c.Ping(t.Context()); err != nil {
-		t.Errorf("Ping: %v", err)
-	}
 	// Concurrent calls share the session.
 	var wg sync.WaitGroup
 	for i := range 20 {

@@ -103,9 +103,6 @@ func (m *Metrics) StateChanged(id string, _, to provider.State) {
 	}
 }
 
-// Registered sets the state series of a new provider (COLD).
-func (m *Metrics) Registered(id string) { m.StateChanged(id, "", provider.Cold) }
-
 // ColdStart implements provider.Events.
 func (m *Metrics) ColdStart(id string, d time.Duration, err error) {
 	outcome := "success"

@@ -122,7 +122,6 @@ type Provider struct {
 	lastUsed      time.Time
 	inflight      int
 	lastStderr    string
-	lastExit      string
 }
 
 // New returns a COLD provider.
@@ -369,7 +368,6 @@ func (p *Provider) markExited(inst *instance) {
 	}
 	p.inst = nil
 	p.crashes++
-	p.lastExit = exit
 	p.lastErr = Errorf(KindCrashed, p.id, "%s", exit)
 	p.health.ConsecutiveFailures++
 	p.health.LastFailureAt = p.opts.Now()

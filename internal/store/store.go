@@ -1,0 +1,167 @@
+// Package store is hangar's durable state: decisions that must survive a
+// restart (approvals, quarantine), installed servers, tool pins, image
+// digests, cached catalogs, the audit trail, the keystore and the snapshot
+// counter. It is the one package that knows SQL; everything else sees the
+// narrow interfaces below, declared by concern so a caller asks for only
+// what it uses (and a test fakes only that).
+//
+// The SQLite implementation (modernc.org/sqlite, WAL, versioned
+// migrations) lives in sqlite.go; a shared database could back several
+// replicas later behind the same interfaces.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by single-row lookups that find nothing.
+var ErrNotFound = errors.New("store: not found")
+
+// Decision kinds.
+const (
+	DecisionApproved    = "approved"
+	DecisionQuarantined = "quarantined"
+)
+
+// Decision is an operator's (or the gateway's) verdict on a server that
+// did not come from the config file: a discovered container, a hot-loaded
+// or installed server. Key is the server ID; Fingerprint identifies what
+// was decided on (a changed container gets asked about again).
+type Decision struct {
+	Key         string
+	Kind        string // DecisionApproved | DecisionQuarantined
+	Fingerprint string
+	Source      string // catalog source: discovery, hotload, installed, …
+	Reason      string // quarantine reason: image_changed, tool_schema_changed, …
+	Detail      string // human-readable detail (a diff, an error)
+	At          time.Time
+}
+
+// Decisions are approvals and quarantine records, one per key and kind.
+type Decisions interface {
+	Decisions(ctx context.Context) ([]Decision, error)
+	PutDecision(ctx context.Context, d Decision) error
+	DeleteDecision(ctx context.Context, key, kind string) error
+}
+
+// Install is a server installed through the management protocol.
+type Install struct {
+	Name          string
+	Config        json.RawMessage // the mcpServers entry, secret values replaced by keystore refs
+	Enabled       bool
+	AllowImplicit bool
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Installs are the installed servers.
+type Installs interface {
+	Installs(ctx context.Context) ([]Install, error)
+	PutInstall(ctx context.Context, in Install) error
+	DeleteInstall(ctx context.Context, name string) error
+}
+
+// ToolPin is the recorded hash of one provider tool (name, description,
+// schemas), the rug-pull defence.
+type ToolPin struct {
+	Server     string
+	Tool       string
+	Hash       string
+	Definition json.RawMessage // the tool as pinned, for a readable diff
+	PinnedAt   time.Time
+}
+
+// Pins are tool pins by server; a server's set is replaced whole.
+type Pins interface {
+	ToolPins(ctx context.Context, server string) ([]ToolPin, error)
+	ReplaceToolPins(ctx context.Context, server string, pins []ToolPin) error
+}
+
+// ImageDigest is the digest an image reference resolved to when a server
+// was approved.
+type ImageDigest struct {
+	Server     string
+	Ref        string
+	Digest     string
+	ApprovedAt time.Time
+}
+
+// Digests are the approved image digests by server.
+type Digests interface {
+	ImageDigest(ctx context.Context, server string) (ImageDigest, error) // ErrNotFound when none
+	PutImageDigest(ctx context.Context, d ImageDigest) error
+	DeleteImageDigest(ctx context.Context, server string) error
+}
+
+// CachedCatalog is a provider's catalog (tools, resources, templates,
+// prompts as raw MCP JSON) from the last time it ran.
+type CachedCatalog struct {
+	Server      string
+	Version     string // catalog_version: a hash of Catalog
+	ImageDigest string // the image it was read from, "" when not a container
+	Catalog     json.RawMessage
+	UpdatedAt   time.Time
+}
+
+// Catalogs are the cached provider catalogs.
+type Catalogs interface {
+	Catalog(ctx context.Context, server string) (CachedCatalog, error) // ErrNotFound when none
+	PutCatalog(ctx context.Context, c CachedCatalog) error
+	DeleteCatalog(ctx context.Context, server string) error
+}
+
+// AuditEntry is one decision on a tool call or a policy change. It never
+// holds a secret or an argument value.
+type AuditEntry struct {
+	ID         int64
+	At         time.Time
+	Server     string
+	Identity   string // token name or JWT subject, "anonymous"
+	Action     string // tools/call, mcp/policy/set, …
+	Tool       string
+	Allowed    bool
+	Reason     string // why denied, or the policy that allowed
+	Outcome    string // ok, error, timeout, …
+	DurationMs float64
+}
+
+// Audit is the audit trail, bounded per server (oldest dropped first).
+type Audit interface {
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	RecentAudit(ctx context.Context, server string, limit int) ([]AuditEntry, error) // newest first
+}
+
+// Secrets is the keystore: values encrypted at rest (AES-256-GCM), by ref.
+type Secrets interface {
+	PutSecret(ctx context.Context, ref string, value []byte) error
+	Secret(ctx context.Context, ref string) ([]byte, error) // ErrNotFound when none
+	DeleteSecrets(ctx context.Context, refPrefix string) error
+}
+
+// Snapshots is the management protocol's snapshot_version: one counter,
+// strictly increasing, never going back after a restart.
+type Snapshots interface {
+	SnapshotVersion(ctx context.Context) (uint64, error)
+	NextSnapshotVersion(ctx context.Context) (uint64, error)
+}
+
+// Store is all of it, as the app holds it.
+type Store interface {
+	Decisions
+	Installs
+	Pins
+	Digests
+	Catalogs
+	Audit
+	Secrets
+	Snapshots
+	// Path is the database file ("" for an in-memory store).
+	Path() string
+	// LastWriteError is the last run-time write failure, nil once a later
+	// write succeeds (hangar_health shows it).
+	LastWriteError() error
+	Close() error
+}

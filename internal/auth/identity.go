@@ -1,0 +1,121 @@
+// Package auth decides who a caller is and what it may do: identities from
+// static tokens or JWTs, scopes, per-identity server filters, rate-limit
+// buckets and session ownership. This file is the part every other package
+// uses: the Identity a request carries in its context, and the wire errors
+// of seed 004.
+package auth
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// Scopes (seed 004, issue 10).
+const (
+	ScopeRead  = "hangar:read"  // list, status, details, tools, health, metrics, discovered, …
+	ScopeCall  = "hangar:call"  // hangar_call, continuations, provider tools
+	ScopeAdmin = "hangar:admin" // start, stop, reload, load, approve, management methods
+)
+
+// AllScopes is what a local (stdio, or loopback with no tokens) caller has.
+var AllScopes = []string{ScopeRead, ScopeCall, ScopeAdmin}
+
+// Identity kinds.
+const (
+	KindToken     = "token"     // a static token from config
+	KindJWT       = "jwt"       // an OAuth access token
+	KindAnonymous = "anonymous" // no credentials, where that is allowed
+	KindLocal     = "local"     // stdio: the process that started us
+)
+
+// Identity is who made a request and what it may do. The zero value may do
+// nothing.
+type Identity struct {
+	Name   string // token name or JWT subject; shown in logs and audit, never a secret
+	Kind   string
+	Scopes []string
+	// Servers are fnmatch patterns of the providers this identity may
+	// reach; empty means all.
+	Servers []string
+
+	servers *provider.ToolPolicy // compiled Servers, built by NewIdentity
+}
+
+// NewIdentity returns an identity with its server filter compiled.
+func NewIdentity(name, kind string, scopes, servers []string) Identity {
+	id := Identity{Name: name, Kind: kind, Scopes: slices.Clone(scopes), Servers: slices.Clone(servers)}
+	if len(servers) > 0 {
+		id.servers = provider.NewToolPolicy(servers, nil)
+	}
+	return id
+}
+
+// Local is the identity of a stdio client or of loopback callers when no
+// credentials are configured: every scope, every server.
+func Local(kind string) Identity { return NewIdentity(kind, kind, AllScopes, nil) }
+
+// Has reports whether the identity holds scope.
+func (id Identity) Has(scope string) bool { return slices.Contains(id.Scopes, scope) }
+
+// MayReach reports whether the identity may list and call server (a
+// provider or group ID).
+func (id Identity) MayReach(server string) bool {
+	if len(id.Servers) == 0 {
+		return true
+	}
+	if id.servers == nil { // built without NewIdentity: fail closed
+		return false
+	}
+	return id.servers.Allowed(server)
+}
+
+type ctxKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// FromContext returns the identity ctx carries. A context without one (an
+// in-process caller that never passed the HTTP middleware) has none: callers
+// decide what that means, and on the network path it never happens.
+func FromContext(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(ctxKey{}).(Identity)
+	return id, ok
+}
+
+// JSON-RPC error codes of seed 004.
+const (
+	CodeUnauthenticated   = -32001
+	CodeInsufficientScope = -32002
+	CodeRateLimited       = -32003
+)
+
+// Error is a seed 004 refusal, carried as a JSON-RPC error.
+type Error struct {
+	Code    int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// ErrUnauthenticated is the answer to a missing or bad credential.
+var ErrUnauthenticated = &Error{Code: CodeUnauthenticated, Message: "Invalid or missing authentication token"}
+
+// MissingScope is the refusal for a scope the identity lacks; for a server
+// outside its filter the scope is "server:<id>".
+func MissingScope(scope string) *Error {
+	return &Error{Code: CodeInsufficientScope, Message: "Token missing required scope: " + scope}
+}
+
+// ServerScope is the scope name seed 004 uses for a server outside an
+// identity's filter.
+func ServerScope(server string) string { return "server:" + server }
+
+// RateLimited is the refusal of a request over its bucket.
+func RateLimited(retryAfterSeconds int) *Error {
+	return &Error{Code: CodeRateLimited, Message: fmt.Sprintf("Rate limit exceeded. Try again in %d seconds.", retryAfterSeconds)}
+}

@@ -45,13 +45,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	}
 	b.finish()
 
-	a := root.sub("auth")
-	a.boolean("enabled", &cfg.Auth.Enabled)
-	rl := a.sub("rate_limit")
-	rl.floatIn("rps", &cfg.Auth.RateLimit.RPS, 0.01, 1e6)
-	rl.intIn("burst", &cfg.Auth.RateLimit.Burst, 1, 1e6)
-	rl.finish()
-	a.finish()
+	d.auth(root.sub("auth"), &cfg.Auth)
 
 	r := root.sub("config_reload")
 	r.boolean("enabled", &cfg.ConfigReload.Enabled)

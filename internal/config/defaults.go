@@ -43,7 +43,7 @@ func defaults() *Config {
 			MaxResponseSizeBytes:     10 << 20,
 			MaxTotalResponseSizeByte: 50 << 20,
 		},
-		Auth:         Auth{RateLimit: RateLimit{RPS: 10, Burst: 20}},
+		Auth:         Auth{Enabled: true, RateLimit: RateLimit{RPS: 10, Burst: 20}, APIKeyHeader: "X-API-Key"},
 		ConfigReload: Reload{Interval: 5 * time.Second},
 		Logging:      Logging{Level: "INFO", JSONFormat: true},
 		Registry: Registry{

@@ -32,6 +32,17 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 			return "", fmt.Errorf("invalid environment variable reference ${%s}", expr)
 		}
 		val, ok := lookup(name)
+		if !ok || val == "" {
+			// Docker secrets convention: ${API_KEY} may come from the
+			// file named by API_KEY_FILE.
+			if path, isSet := lookup(name + "_FILE"); isSet && path != "" {
+				v, err := readSecretFile(path)
+				if err != nil {
+					return "", fmt.Errorf("environment variable %s_FILE: %w", name, err)
+				}
+				val, ok = v, true
+			}
+		}
 		switch {
 		case ok && val != "":
 			b.WriteString(val)

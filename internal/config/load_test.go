@@ -210,7 +210,7 @@ data_dir: /var/lib/hangar
 		},
 		Batch: Batch{MaxCalls: 10, MaxConcurrency: 5, DefaultTimeout: 30 * time.Second, MaxTimeout: 120 * time.Second,
 			MaxResponseSizeBytes: 1024, MaxTotalResponseSizeByte: 4096},
-		Auth:         Auth{Enabled: true, RateLimit: RateLimit{RPS: 2.5, Burst: 5}},
+		Auth:         Auth{Enabled: true, RateLimit: RateLimit{RPS: 2.5, Burst: 5}, APIKeyHeader: "X-API-Key"},
 		ConfigReload: Reload{Enabled: true, Interval: 2 * time.Second},
 		Logging:      Logging{Level: "DEBUG", JSONFormat: false},
 		Registry: Registry{

@@ -24,7 +24,7 @@ var (
 	commonKeys    = []string{"mode", "description", "tools"}
 	lifecycleKeys = []string{"idle_ttl_s", "health_check_interval_s", "max_consecutive_failures",
 		"max_concurrency", "start_timeout_s", "call_timeout_s"}
-	processKeys = []string{"env", "transport", "port", "path", "protocol"}
+	processKeys = []string{"env", "env_files", "transport", "port", "path", "protocol"}
 	modeKeys    = map[string][]string{
 		ModeDocker:     {"image", "args", "volumes", "resources", "network", "read_only", "user"},
 		ModeSubprocess: {"command"},
@@ -203,6 +203,9 @@ func (d *decoder) server(p string, v any, exec Execution, member bool, top map[s
 			}
 		}
 		d.expandAll(s.at("env"), srv.Env)
+	}
+	if s.has("env_files") {
+		d.envFiles(s, srv)
 	}
 
 	// transport

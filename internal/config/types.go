@@ -197,10 +197,19 @@ type Batch struct {
 	MaxTotalResponseSizeByte int           // default 50 MiB
 }
 
-// Auth configures the HTTP endpoint's authentication and rate limit.
+// Auth configures the HTTP endpoint's authentication and rate limit
+// (auth.go has the parts beyond the rate limit).
 type Auth struct {
-	Enabled   bool
+	// Enabled: false turns rate limiting off (the key predates tokens;
+	// authentication itself is decided by Tokens, OIDC and AllowAnonymous).
+	Enabled   bool // default true
 	RateLimit RateLimit
+
+	Tokens         []Token
+	APIKeyHeader   string // default X-API-Key
+	OIDC           OIDC   // off when Issuer is ""
+	AllowAnonymous bool
+	GenerateToken  GenerateToken // off when File is ""
 }
 
 // RateLimit per client bucket.

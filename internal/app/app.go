@@ -208,6 +208,13 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 	if o.Metrics == nil {
 		o.Metrics = promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})
 	}
+	if o.Auth == nil {
+		h, err := a.AuthHTTP(ln.Addr())
+		if err != nil {
+			return err
+		}
+		o.Auth = h
+	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -229,6 +236,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 // ServeStdio serves MCP on r/w until ctx ends or r reaches EOF.
 func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	s := server.NewStdioServer(a.MCP)
+	stdioTrust()(s)
 	err := s.Listen(ctx, r, w)
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
 		return nil

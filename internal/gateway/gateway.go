@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/batch"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
@@ -50,6 +51,9 @@ type Gateway struct {
 	HotLoad HotLoader
 	Log     *slog.Logger
 	Started time.Time
+	// RateLimiter holds the HTTP endpoint's per-client buckets;
+	// hangar_health reports them.
+	RateLimiter *auth.Limiter
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config
@@ -70,6 +74,9 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 		Log:       log,
 		Started:   time.Now(),
 		cfg:       cfg,
+		// 10 000 buckets of a few hundred bytes; an idle client's bucket
+		// is full again long before ten minutes pass.
+		RateLimiter: auth.NewLimiter(10000, 10*time.Minute, nil),
 	}
 	g.setBatchLimits(cfg)
 	return g
@@ -123,6 +130,9 @@ func (g *Gateway) setConfig(c *config.Config) {
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
 func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	if e := callerOf(ctx).Check("", server); e != nil {
+		return nil, e
+	}
 	if grp, ok := g.Groups.Get(server); ok {
 		return grp.Call(ctx, tool, args)
 	}
@@ -139,6 +149,8 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(g.correlate),
+		server.WithToolHandlerMiddleware(authorize),
+		server.WithToolFilter(visibleTools),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
 	)
 	for _, t := range g.tools() {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
 )
 
 // HTTPOptions configure the HTTP endpoint.
@@ -24,6 +28,10 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// Metrics serves /metrics; nil leaves it out.
 	Metrics http.Handler
+	// Auth authenticates and rate-limits /mcp. nil trusts every caller as
+	// local, as a loopback gateway without tokens does: app.ServeHTTP
+	// always sets it from the config and the listen address.
+	Auth *auth.HTTP
 }
 
 // Endpoint is the HTTP side of the gateway.
@@ -46,8 +54,15 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 		server.WithSessionIdleTTL(o.SessionIdleTTL),
 		server.WithHeartbeatInterval(30*time.Second),
 	)
+	if o.Auth == nil {
+		o.Auth = &auth.HTTP{Auth: auth.NewAuthenticator(context.Background(), config.Auth{}, auth.Options{}), Loopback: true, Log: g.Log}
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", limitBody(o.MaxBodyBytes, streamable))
+	// Authentication runs before the body is read and before mcp-go sees
+	// the request: a refused request creates no session.
+	mux.Handle("/mcp", o.Auth.Middleware(limitBody(o.MaxBodyBytes, guard(o.Auth, streamable))))
+	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
+	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -23,9 +23,13 @@ func (g *Gateway) groupTools() []server.ServerTool {
 	}
 }
 
-func (g *Gateway) groupList(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) groupList(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	mayReach := reachable(ctx)
 	groups := []map[string]any{}
 	for _, grp := range g.Groups.List() {
+		if !mayReach(grp.ID()) {
+			continue
+		}
 		groups = append(groups, groupDetails(grp.Status()))
 	}
 	return ok(map[string]any{"groups": groups})

@@ -144,9 +144,16 @@ func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 			"total_members": members, "healthy_members": healthyMembers},
 		"security": map[string]any{"rate_limiting": map[string]any{
 			"enabled":        cfg.Auth.Enabled,
-			"active_buckets": 0,
+			"active_buckets": g.activeBuckets(),
 			"config":         map[string]any{"rps": cfg.Auth.RateLimit.RPS, "burst": cfg.Auth.RateLimit.Burst},
 		}},
 		"docker": docker,
 	})
+}
+
+func (g *Gateway) activeBuckets() int {
+	if g.RateLimiter == nil {
+		return 0
+	}
+	return g.RateLimiter.Active()
 }

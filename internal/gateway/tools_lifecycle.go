@@ -62,7 +62,8 @@ func healthStatus(s provider.Snapshot) string {
 	return "unknown"
 }
 
-func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	mayReach := reachable(ctx)
 	filter := req.GetString("state_filter", "")
 	switch filter {
 	case "", "cold", "initializing", "ready", "degraded", "dead":
@@ -75,7 +76,7 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 			continue // in runtime_mcp_servers
 		}
 		s := p.Snapshot()
-		if filter != "" && string(s.State) != filter {
+		if filter != "" && string(s.State) != filter || !mayReach(s.ID) {
 			continue
 		}
 		servers = append(servers, map[string]any{
@@ -94,7 +95,7 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	groups := []map[string]any{}
 	for _, grp := range g.Groups.List() {
 		st := grp.Status()
-		if filter != "" && string(st.State) != filter {
+		if filter != "" && string(st.State) != filter || !mayReach(st.ID) {
 			continue
 		}
 		groups = append(groups, map[string]any{
@@ -108,7 +109,7 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	return ok(map[string]any{
 		"mcp_servers":         servers,
 		"groups":              groups,
-		"runtime_mcp_servers": runtimeList(g.HotLoad, filter),
+		"runtime_mcp_servers": runtimeList(g.hotLoadFor(ctx), filter),
 	})
 }
 
@@ -191,7 +192,8 @@ func (g *Gateway) stop(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	return ok(map[string]any{"stopped": id, "reason": ReasonManual})
 }
 
-func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) status(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	mayReach := reachable(ctx)
 	up := time.Since(g.Started)
 	servers := []map[string]any{}
 	healthy := 0
@@ -201,6 +203,9 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 			continue // in runtime_mcp_servers
 		}
 		s := p.Snapshot()
+		if !mayReach(s.ID) {
+			continue
+		}
 		if s.State == provider.Ready {
 			healthy++
 		}
@@ -223,6 +228,9 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 	groups := []map[string]any{}
 	for _, grp := range g.Groups.List() {
 		st := grp.Status()
+		if !mayReach(st.ID) {
+			continue
+		}
 		groups = append(groups, map[string]any{
 			"id":              st.ID,
 			"indicator":       st.State.Indicator(),
@@ -236,7 +244,7 @@ func (g *Gateway) status(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 		}
 		lines = append(lines, fmt.Sprintf("%s %s (%s)", st.State.Indicator(), st.ID, detail))
 	}
-	runtime, runtimeHealthy, runtimeLines := runtimeStatus(g.HotLoad)
+	runtime, runtimeHealthy, runtimeLines := runtimeStatus(g.hotLoadFor(ctx))
 	lines = append(lines, runtimeLines...)
 	total := len(servers)
 	header := fmt.Sprintf("hangar: %d/%d MCP servers ready, up %s", healthy, total, humanDuration(up))

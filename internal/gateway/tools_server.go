@@ -161,9 +161,12 @@ func nilIfEmpty(s string) any {
 // failed with a group_skipped error (hangar_start starts a group). A member
 // named explicitly is warmed like any server.
 func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	caller := callerOf(ctx)
 	var ids []string
 	for _, p := range g.topLevel() {
-		ids = append(ids, p.ID())
+		if caller.MayReach(p.ID()) {
+			ids = append(ids, p.ID())
+		}
 	}
 	if list := strings.TrimSpace(req.GetString("mcp_servers", "")); list != "" {
 		ids = nil
@@ -178,6 +181,10 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	var eg errgroup.Group
 	eg.SetLimit(warmParallelism)
 	for _, id := range ids {
+		if e := caller.Check("", id); e != nil {
+			failed = append(failed, map[string]any{"id": id, "error": e.Message})
+			continue
+		}
 		if _, isGroup := g.Groups.Get(id); isGroup {
 			mu.Lock()
 			failed = append(failed, map[string]any{"id": id, "error": groupSkipped(id)})

@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+)
+
+// ErrExposedWithoutAuth refuses to serve a non-loopback address with no
+// way to authenticate callers: the gateway holds the Docker socket.
+var ErrExposedWithoutAuth = errors.New("refusing to listen on a non-loopback address without authentication: " +
+	"configure auth.tokens, auth.oidc or auth.generate_token, or set auth.allow_anonymous: true")
+
+// AuthHTTP builds the HTTP endpoint's authentication for a listener at
+// addr, creating the generated token file if the config asks for one.
+func (a *App) AuthHTTP(addr net.Addr) (*auth.HTTP, error) {
+	c := a.Config.Auth
+	var extra []config.Token
+	if c.GenerateToken.File != "" {
+		t, created, err := auth.EnsureTokenFile(c.GenerateToken)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			a.Log.Info("generated an access token", "file", c.GenerateToken.File, "identity", t.Name, "scopes", t.Scopes)
+		} else {
+			a.Log.Info("using the generated access token", "file", c.GenerateToken.File, "identity", t.Name)
+		}
+		extra = append(extra, t)
+	}
+	authn := auth.NewAuthenticator(a.ctx, c, auth.Options{Extra: extra})
+	loopback := isLoopback(addr)
+	if !loopback && !authn.HasCredentials() {
+		if !c.AllowAnonymous {
+			return nil, ErrExposedWithoutAuth
+		}
+		a.Log.Warn("serving without authentication on a non-loopback address (auth.allow_anonymous: true): anyone who reaches it may start containers",
+			"listen", addr.String())
+	}
+	h := &auth.HTTP{
+		Auth:           authn,
+		RateLimit:      c.RateLimit,
+		APIKeyHeader:   c.APIKeyHeader,
+		Loopback:       loopback,
+		AllowAnonymous: c.AllowAnonymous,
+		Resource:       c.OIDC.Audience,
+		Log:            a.Log.With("component", "auth"),
+	}
+	if c.Enabled {
+		h.Limiter = a.Gateway.RateLimiter
+	}
+	if c.OIDC.Issuer != "" {
+		h.AuthorizationServers = []string{c.OIDC.Issuer}
+	}
+	return h, nil
+}
+
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// stdioTrust marks every stdio request as the local user's: whoever can
+// write to our stdin started us.
+func stdioTrust() server.StdioOption {
+	return server.WithStdioContextFunc(func(ctx context.Context) context.Context {
+		return auth.WithIdentity(ctx, auth.Local(auth.KindLocal))
+	})
+}

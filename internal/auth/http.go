@@ -1,0 +1,233 @@
+package auth
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+)
+
+// MetadataPath is where the Protected Resource Metadata (RFC 9728) is
+// served; the path-suffixed form for the /mcp resource is served too.
+const MetadataPath = server.WellKnownProtectedResourcePath
+
+// maxIDScan bounds how much of a refused request's body is read to find
+// its JSON-RPC id; a refused request costs no more than that.
+const maxIDScan = 64 << 10
+
+// HTTP authenticates and rate-limits requests to the MCP endpoint.
+type HTTP struct {
+	Auth    *Authenticator
+	Limiter *Limiter // nil: no rate limiting
+	// RateLimit is the default bucket; a token may override it.
+	RateLimit    config.RateLimit
+	APIKeyHeader string
+	// Loopback is true when the endpoint listens on loopback only: with no
+	// credentials configured, callers are then trusted as local.
+	Loopback bool
+	// AllowAnonymous serves requests without credentials on any address
+	// (rate-limited per client address).
+	AllowAnonymous bool
+	// Resource is this endpoint's resource URL (auth.oidc.audience);
+	// "" derives it from the request's Host.
+	Resource string
+	// AuthorizationServers go into the metadata document.
+	AuthorizationServers []string
+	Log                  *slog.Logger
+}
+
+// Middleware puts the caller's Identity in r.Context(), or answers 401
+// (missing, bad or expired credential) or 429 (over its rate limit)
+// without calling next, so no session is ever created for such a request.
+func (h *HTTP) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, rl, ok := h.identify(w, r)
+		if !ok {
+			return
+		}
+		if h.Limiter != nil && id.Kind != KindLocal {
+			if rl == nil {
+				rl = &h.RateLimit
+			}
+			if allowed, wait := h.Limiter.Allow(bucketKey(id, r), *rl); !allowed {
+				secs := RetryAfterSeconds(wait)
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				h.log().Info("request refused", "reason", "rate limited", "identity", id.Name, "retry_after_s", secs)
+				WriteError(w, http.StatusTooManyRequests, requestID(r), RateLimited(secs))
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+	})
+}
+
+func (h *HTTP) identify(w http.ResponseWriter, r *http.Request) (Identity, *config.RateLimit, bool) {
+	if !h.Auth.HasCredentials() {
+		// Nothing to check a credential against, so one that is sent is
+		// ignored rather than refused: clients that always send a token
+		// keep working against a local gateway.
+		switch {
+		case h.Loopback:
+			return Local(KindLocal), nil, true
+		case h.AllowAnonymous:
+			return NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil), nil, true
+		}
+		h.refuse(w, r, "no credentials are configured and anonymous access is off", false)
+		return Identity{}, nil, false
+	}
+	cred, err := Credential(r.Header, h.APIKeyHeader)
+	if err == ErrNoCredential && h.AllowAnonymous {
+		return NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil), nil, true
+	}
+	if err != nil {
+		h.refuse(w, r, err.Error(), err != ErrNoCredential)
+		return Identity{}, nil, false
+	}
+	id, rl, err := h.Auth.Authenticate(r.Context(), cred)
+	if err != nil {
+		h.refuse(w, r, err.Error(), true)
+		return Identity{}, nil, false
+	}
+	return id, rl, true
+}
+
+func (h *HTTP) refuse(w http.ResponseWriter, r *http.Request, reason string, presented bool) {
+	h.log().Info("request refused", "reason", reason, "remote", clientAddr(r))
+	challenge := `Bearer resource_metadata="` + h.metadataURL(r) + `"`
+	if presented {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	WriteError(w, http.StatusUnauthorized, requestID(r), ErrUnauthenticated)
+}
+
+// Forbid answers a request refused for a scope before it reached JSON-RPC
+// processing: 403 with insufficient_scope (RFC 6750) and the -32002 body.
+func (h *HTTP) Forbid(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *Error) {
+	scope := strings.TrimPrefix(e.Message, MissingScope("").Message)
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+h.metadataURL(r)+`"`)
+	WriteError(w, http.StatusForbidden, id, e)
+}
+
+func (h *HTTP) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+// bucketKey separates kinds so a token named like an address never
+// shares its bucket.
+func bucketKey(id Identity, r *http.Request) string {
+	if id.Kind == KindAnonymous {
+		return "addr:" + clientAddr(r)
+	}
+	return id.Kind + ":" + id.Name
+}
+
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// resourceURL is the endpoint's resource identifier.
+func (h *HTTP) resourceURL(r *http.Request) string {
+	if h.Resource != "" {
+		return h.Resource
+	}
+	return h.origin(r) + "/mcp"
+}
+
+func (h *HTTP) origin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (h *HTTP) metadataURL(r *http.Request) string { return h.origin(r) + MetadataPath }
+
+// MetadataHandler serves the Protected Resource Metadata document.
+func (h *HTTP) MetadataHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		server.NewProtectedResourceMetadataHandler(server.ProtectedResourceMetadataConfig{
+			Resource:               h.resourceURL(r),
+			AuthorizationServers:   h.AuthorizationServers,
+			ScopesSupported:        AllScopes,
+			BearerMethodsSupported: []string{"header"},
+			ResourceName:           "hangar MCP gateway",
+		}).ServeHTTP(w, r)
+	})
+}
+
+// WriteError writes a seed 004 refusal as a JSON-RPC error response.
+func WriteError(w http.ResponseWriter, status int, id json.RawMessage, e *Error) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{e.Code, e.Message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// requestID is the JSON-RPC id of a refused POST, when its body is a
+// single request with a string or number id; otherwise null.
+func requestID(r *http.Request) json.RawMessage {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxIDScan))
+	if err != nil {
+		return nil
+	}
+	return EnvelopeID(b)
+}
+
+// EnvelopeID returns the id of a single JSON-RPC request if it is a string
+// or a number, else nil.
+func EnvelopeID(b []byte) json.RawMessage {
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &env) != nil {
+		return nil
+	}
+	return ScalarID(env.ID)
+}
+
+// ScalarID returns raw if it is a valid JSON-RPC request id (a string or a
+// number), else nil (written as null).
+func ScalarID(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	switch raw[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return raw
+	}
+	return nil
+}

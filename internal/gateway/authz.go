@@ -1,0 +1,184 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+)
+
+// callerOf is the identity a request carries. On the network path the
+// auth middleware always sets one; only in-process callers (tests,
+// embedding code) and stdio have none, and they are the local user.
+func callerOf(ctx context.Context) auth.Identity {
+	if id, ok := auth.FromContext(ctx); ok {
+		return id
+	}
+	return auth.Local(auth.KindLocal)
+}
+
+// ToolServer is the provider a tool belongs to: the part before "__" of a
+// front-door tool (<server>__<tool>), "" for hangar_* tools (whose target
+// is an argument).
+func ToolServer(name string) string {
+	if strings.HasPrefix(name, "hangar_") {
+		return ""
+	}
+	if srv, _, ok := strings.Cut(name, "__"); ok {
+		return srv
+	}
+	return ""
+}
+
+// targetOf is the provider or group a hangar_* call is about, from its
+// mcp_server or group argument; "" when it names none.
+func targetOf(args any) string {
+	m, _ := args.(map[string]any)
+	for _, k := range []string{"mcp_server", "group"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// checkTool is the refusal for the caller calling tool with args, or nil.
+func checkTool(id auth.Identity, tool string, args any) *auth.Error {
+	srv := ToolServer(tool)
+	if srv == "" {
+		srv = targetOf(args)
+	}
+	return id.Check(auth.ToolScope(tool), srv)
+}
+
+// visibleTools is the tools/list filter: a tool the caller may not call
+// is not listed. mcp-go applies the same filter at tools/call.
+func visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	id := callerOf(ctx)
+	out := tools[:0:0]
+	for _, t := range tools {
+		if id.Check(auth.ToolScope(t.Name), ToolServer(t.Name)) == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// authorize is the tool-handler middleware that refuses a call outside the
+// caller's scopes or servers. On HTTP the guard below has already
+// answered such a call with a JSON-RPC error; this is the second line, for
+// every other way in.
+func authorize(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if e := checkTool(callerOf(ctx), req.Params.Name, req.Params.Arguments); e != nil {
+			return mcp.NewToolResultError(e.Message), nil
+		}
+		return next(ctx, req)
+	}
+}
+
+// envelope is the part of a JSON-RPC request the guard needs.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string `json:"name"`
+		Arguments any    `json:"arguments"`
+	} `json:"params"`
+}
+
+// guard answers, before mcp-go sees it, a POST whose method or tool the
+// caller lacks the scope or server for: HTTP 403 with insufficient_scope
+// and the seed 004 -32002 error, since mcp-go can only answer a filtered
+// tool with "not found" (-32602). A body that does not parse is left to
+// mcp-go, which answers it with the right JSON-RPC error.
+func guard(h *auth.HTTP, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		id := callerOf(r.Context())
+		for _, env := range envelopes(body) {
+			if e := refusal(id, env); e != nil {
+				h.Forbid(w, r, auth.ScalarID(env.ID), e)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func refusal(id auth.Identity, env envelope) *auth.Error {
+	if env.Method == "" {
+		return nil // a response to a server-to-client request
+	}
+	if env.Method != "tools/call" {
+		return id.Check(auth.MethodScope(env.Method), "")
+	}
+	return checkTool(id, env.Params.Name, env.Params.Arguments)
+}
+
+// envelopes decodes a request or a batch of them; nil when the body is not
+// JSON-RPC at all.
+func envelopes(body []byte) []envelope {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var many []envelope
+		if json.Unmarshal(body, &many) != nil {
+			return nil
+		}
+		return many
+	}
+	var one envelope
+	if json.Unmarshal(body, &one) != nil {
+		return nil
+	}
+	return []envelope{one}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// reachable is the caller's server filter, for answers that list servers.
+func reachable(ctx context.Context) func(id string) bool { return callerOf(ctx).MayReach }
+
+// hotLoadFor is g.HotLoad as the caller sees it: hot-loaded servers
+// outside its filter are not listed.
+func (g *Gateway) hotLoadFor(ctx context.Context) HotLoader {
+	id := callerOf(ctx)
+	if g.HotLoad == nil || len(id.Servers) == 0 {
+		return g.HotLoad
+	}
+	return visibleHotLoader{g.HotLoad, id}
+}
+
+type visibleHotLoader struct {
+	HotLoader
+	id auth.Identity
+}
+
+func (v visibleHotLoader) Runtime() []RuntimeServer {
+	var out []RuntimeServer
+	for _, r := range v.HotLoader.Runtime() {
+		if v.id.MayReach(r.ID) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -2,7 +2,8 @@
 //
 //	hangar serve [--config FILE] [--listen HOST:PORT | --stdio]
 //	hangar config check FILE
-//	hangar call [--url URL] TOOL [JSON-ARGUMENTS]
+//	hangar call [--url URL] [--token TOKEN | --token-file FILE] TOOL [JSON-ARGUMENTS]
+//	hangar token new --name NAME --scopes S1,S2 [--servers P1,P2]
 //	hangar healthz [URL]
 //	hangar version
 package main
@@ -29,11 +30,14 @@ const usage = `hangar — a container-native MCP gateway
 Usage:
   hangar serve [--config FILE] [--listen HOST:PORT | --stdio] [--instance NAME]
   hangar config check FILE
-  hangar call [--url URL] TOOL [JSON-ARGUMENTS]
+  hangar call [--url URL] [--token TOKEN | --token-file FILE] TOOL [JSON-ARGUMENTS]
+  hangar token new --name NAME --scopes hangar:read,hangar:call [--servers math,fs-*]
   hangar healthz [URL]
   hangar version
 
 The config file is --config, else $MCP_CONFIG, else ./config.yaml.
+hangar call sends the token of --token, else $HANGAR_TOKEN, else the file
+named by --token-file or $HANGAR_TOKEN_FILE.
 `
 
 func main() {
@@ -49,6 +53,8 @@ func main() {
 		err = configCmd(os.Args[2:])
 	case "call":
 		err = callCmd(os.Args[2:])
+	case "token":
+		err = tokenCmd(os.Args[2:], os.Stdout)
 	case "healthz":
 		url := "http://127.0.0.1:8080/healthz"
 		if len(os.Args) > 2 {
@@ -85,15 +91,21 @@ func callCmd(args []string) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	url := fs.String("url", envOr("HANGAR_URL", "http://127.0.0.1:8080/mcp"), "the gateway's MCP endpoint")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	token := fs.String("token", "", "access token (default $HANGAR_TOKEN)")
+	tokenFile := fs.String("token-file", os.Getenv("HANGAR_TOKEN_FILE"), "file holding the access token")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		return errors.New("usage: hangar call [--url URL] TOOL [JSON-ARGUMENTS]")
+		return errors.New("usage: hangar call [--url URL] [--token TOKEN | --token-file FILE] TOOL [JSON-ARGUMENTS]")
+	}
+	tok, err := resolveToken(*token, *tokenFile)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	return app.CallTool(ctx, *url, fs.Arg(0), fs.Arg(1), os.Stdout)
+	return app.CallTool(ctx, *url, tok, fs.Arg(0), fs.Arg(1), os.Stdout)
 }
 
 func serve(args []string) error {

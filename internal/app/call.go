@@ -9,20 +9,26 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // CallTool connects to a gateway (or any MCP server) at url, calls one tool
 // and writes its result to w: structured content as JSON when present,
-// else the text. A tool error is returned as an error.
-func CallTool(ctx context.Context, url, tool string, argsJSON string, w io.Writer) error {
+// else the text. A tool error is returned as an error. token, when not
+// empty, is sent as `Authorization: Bearer`.
+func CallTool(ctx context.Context, url, token, tool string, argsJSON string, w io.Writer) error {
 	var args map[string]any
 	if argsJSON != "" {
 		if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
 			return fmt.Errorf("arguments must be a JSON object: %w", err)
 		}
 	}
-	c, err := client.NewStreamableHttpClient(url)
+	var opts []transport.StreamableHTTPCOption
+	if token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	}
+	c, err := client.NewStreamableHttpClient(url, opts...)
 	if err != nil {
 		return err
 	}

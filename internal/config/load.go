@@ -25,6 +25,7 @@ const (
 // `hangar serve` and `hangar call`, not config keys; overrides skip them.
 var CommandEnv = map[string]bool{
 	"HANGAR_LISTEN": true, "HANGAR_INSTANCE": true, "HANGAR_ALLOWED_ORIGINS": true, "HANGAR_URL": true,
+	"HANGAR_TOKEN": true, "HANGAR_TOKEN_FILE": true,
 }
 
 // SecretEnvPrefix starts variables that hold secrets for hot-loaded servers

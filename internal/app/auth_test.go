@@ -1,0 +1,114 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+func testApp(t *testing.T, tune func(*config.Auth)) (*App, *bytes.Buffer) {
+	t.Helper()
+	cfg := config.Default()
+	if tune != nil {
+		tune(&cfg.Auth)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	mgr := provider.NewManager(nil, provider.Options{Log: log})
+	return &App{Config: cfg, Log: log, ctx: t.Context(), Gateway: gateway.New(cfg, mgr, nil, nil, log)}, &logs
+}
+
+var (
+	loopback = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	exposed  = &net.TCPAddr{IP: net.IPv4zero, Port: 8080}
+)
+
+// TestSafeByDefault: who may call /mcp, by listen address and config.
+func TestSafeByDefault(t *testing.T) {
+	t.Parallel()
+	tok := config.Token{Name: "agent", SHA256: sha256.Sum256([]byte("hgr_agent-0123456789abc")), Scopes: []string{"hangar:read"}}
+	tests := []struct {
+		name    string
+		addr    net.Addr
+		tune    func(*config.Auth)
+		refused bool   // start-up refused
+		anon    int    // status of a request without a token
+		warning string // in the start-up log
+	}{
+		{"loopback, no tokens: local dev", loopback, nil, false, http.StatusOK, ""},
+		{"loopback with tokens needs them", loopback, func(a *config.Auth) { a.Tokens = []config.Token{tok} }, false, http.StatusUnauthorized, ""},
+		{"exposed, no tokens: refused", exposed, nil, true, 0, ""},
+		{"exposed with tokens", exposed, func(a *config.Auth) { a.Tokens = []config.Token{tok} }, false, http.StatusUnauthorized, ""},
+		{"exposed, anonymous allowed", exposed, func(a *config.Auth) { a.AllowAnonymous = true }, false, http.StatusOK, "serving without authentication"},
+		{"exposed with oidc", exposed, func(a *config.Auth) {
+			a.OIDC = config.OIDC{Issuer: "https://idp.example", Audience: "https://gw.example/mcp", JWKSURL: "https://idp.example/jwks"}
+		}, false, http.StatusUnauthorized, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, logs := testApp(t, tc.tune)
+			h, err := a.AuthHTTP(tc.addr)
+			if tc.refused {
+				if !errors.Is(err, ErrExposedWithoutAuth) {
+					t.Fatalf("err = %v, want a refusal", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.warning != "" && !strings.Contains(logs.String(), tc.warning) {
+				t.Errorf("no warning in %q", logs.String())
+			}
+			ep := a.Gateway.HTTP(a.Gateway.MCPServer(), gateway.HTTPOptions{Auth: h})
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			rec := httptest.NewRecorder()
+			ep.Handler.ServeHTTP(rec, req)
+			if rec.Code != tc.anon {
+				t.Errorf("request without token: %d, want %d (%s)", rec.Code, tc.anon, rec.Body.String())
+			}
+		})
+	}
+}
+
+// TestGeneratedToken: auth.generate_token makes an exposed gateway start
+// authenticated, writes the token to the file and never logs it.
+func TestGeneratedToken(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "token")
+	a, logs := testApp(t, func(c *config.Auth) {
+		c.GenerateToken = config.GenerateToken{File: file, Name: "generated", Scopes: []string{"hangar:read", "hangar:call"}}
+	})
+	h, err := a.AuthHTTP(exposed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if strings.Contains(logs.String(), tok) || !strings.Contains(logs.String(), file) {
+		t.Errorf("log: %s", logs.String())
+	}
+	id, _, err := h.Auth.Authenticate(context.Background(), tok)
+	if err != nil || id.Name != "generated" {
+		t.Errorf("generated token: %+v %v", id, err)
+	}
+}

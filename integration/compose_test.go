@@ -37,7 +37,7 @@ func TestComposeStack(t *testing.T) {
 	project := "hangarit" + randomHex(4)
 	port := freePort(t)
 	base := append(composeCommand(t), "-p", project, "-f", filepath.Join(repoRoot, "docker-compose.yml"))
-	env := append(os.Environ(), "HANGAR_PORT="+strconv.Itoa(port), "HANGAR_INSTANCE="+instance)
+	env := append(os.Environ(), "HANGAR_PORT="+strconv.Itoa(port), "HANGAR_INSTANCE="+instance, "HANGAR_GATEWAY_IMAGE="+gatewayImage())
 	compose := func(ctx context.Context, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, base[0], append(base[1:], args...)...)
 		cmd.Dir, cmd.Env = repoRoot, env
@@ -66,16 +66,25 @@ func TestComposeStack(t *testing.T) {
 	}
 	waitHealthy(t, "http://127.0.0.1:"+strconv.Itoa(port)+"/healthz", 30*time.Second, nil)
 
+	// The stack is authenticated out of the box: a caller on its network
+	// without the generated token is refused.
+	network, tokenVolume := project+"_default", project+"_hangar-token"
+	if out, err := runOnNetwork(ctx, t, network, "", "http://hangar:8080/mcp", "hangar_list", "{}"); err == nil ||
+		!strings.Contains(out, "authorization required") {
+		t.Fatalf("a call without the token was not refused: %v\n%s", err, out)
+	}
+
 	// The agent: a container on the stack's network reaching the gateway by
-	// its service name. The discovered server may need a moment after the
-	// gateway is up, so the call is retried briefly.
+	// its service name, with the token from the shared volume. The
+	// discovered server may need a moment after the gateway is up, so the
+	// call is retried briefly.
 	batch := `{"calls":[{"mcp_server":"math","tool":"add","arguments":{"a":20,"b":22}},` +
 		`{"mcp_server":"echo","tool":"echo","arguments":{"text":"from the network"}},` +
 		`{"mcp_server":"web","tool":"echo","arguments":{"text":"spawned over http"}}]}`
 	var got map[string]any
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		out, err := runOnNetwork(ctx, t, project+"_default", "http://hangar:8080/mcp", "hangar_call", batch)
+		out, err := runOnNetwork(ctx, t, network, tokenVolume, "http://hangar:8080/mcp", "hangar_call", batch)
 		if err == nil {
 			got = map[string]any{}
 			if jerr := json.Unmarshal([]byte(out), &got); jerr != nil {
@@ -125,11 +134,16 @@ func TestComposeStack(t *testing.T) {
 }
 
 // runOnNetwork runs `hangar call` in a throw-away gateway-image container on
-// network, the way an agent in the stack reaches the gateway.
-func runOnNetwork(ctx context.Context, t *testing.T, network, url, tool, args string) (string, error) {
+// network, the way an agent in the stack reaches the gateway: with the
+// token file of tokenVolume mounted ("" for none).
+func runOnNetwork(ctx context.Context, t *testing.T, network, tokenVolume, url, tool, args string) (string, error) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", network,
-		"--entrypoint", "/hangar", "mcp-hangar/gateway:dev", "call", "--url", url, "--timeout", "30s", tool, args)
+	run := []string{"run", "--rm", "--network", network}
+	if tokenVolume != "" {
+		run = append(run, "-v", tokenVolume+":/run/hangar:ro", "-e", "HANGAR_TOKEN_FILE=/run/hangar/token")
+	}
+	run = append(run, "--entrypoint", "/hangar", gatewayImage(), "call", "--url", url, "--timeout", "30s", tool, args)
+	cmd := exec.CommandContext(ctx, "docker", run...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -153,4 +167,13 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// gatewayImage is the gateway image the stack runs: $HANGAR_GATEWAY_IMAGE
+// (a branch's own build, leaving the shared tag alone) or the shared tag.
+func gatewayImage() string {
+	if img := os.Getenv("HANGAR_GATEWAY_IMAGE"); img != "" {
+		return img
+	}
+	return "mcp-hangar/gateway:dev"
 }

@@ -32,6 +32,7 @@ Usage:
   hangar config check FILE
   hangar call [--url URL] [--token TOKEN | --token-file FILE] TOOL [JSON-ARGUMENTS]
   hangar token new --name NAME --scopes hangar:read,hangar:call [--servers math,fs-*]
+  hangar token show [FILE]
   hangar healthz [URL]
   hangar version
 

@@ -15,8 +15,12 @@ import (
 // tokenCmd is `hangar token new`: a fresh token, shown once, and the
 // config entry that holds only its hash.
 func tokenCmd(args []string, w io.Writer) error {
+	if len(args) > 0 && args[0] == "show" {
+		return tokenShow(args[1:], w)
+	}
 	if len(args) == 0 || args[0] != "new" {
-		return errors.New("usage: hangar token new --name NAME --scopes hangar:read,hangar:call [--servers math,fs-*]")
+		return errors.New("usage: hangar token new --name NAME --scopes hangar:read,hangar:call [--servers math,fs-*]\n" +
+			"       hangar token show [FILE]   (default " + defaultTokenFile + ")")
 	}
 	fs := flag.NewFlagSet("token new", flag.ContinueOnError)
 	name := fs.String("name", "", "the token's name, shown in logs and audit")
@@ -58,6 +62,28 @@ func resolveToken(flagTok, file string) (string, error) {
 	if file == "" {
 		return "", nil
 	}
+	return resolveTokenFile(file)
+}
+
+// defaultTokenFile is where the images' configs generate a token.
+const defaultTokenFile = "/run/hangar/token"
+
+// tokenShow prints a generated token file, for `docker compose exec`: the
+// gateway image has no shell or cat.
+func tokenShow(args []string, w io.Writer) error {
+	file := defaultTokenFile
+	if len(args) > 0 {
+		file = args[0]
+	}
+	tok, err := resolveTokenFile(file)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, tok)
+	return err
+}
+
+func resolveTokenFile(file string) (string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)

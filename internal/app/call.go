@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -39,6 +40,9 @@ func CallTool(ctx context.Context, url, token, tool string, argsJSON string, w i
 	init := mcp.InitializeRequest{}
 	init.Params.ClientInfo = mcp.Implementation{Name: "hangar-cli", Version: "dev"}
 	if _, err := c.Initialize(ctx, init); err != nil {
+		if strings.Contains(err.Error(), "authorization required") || strings.Contains(err.Error(), "401") {
+			return fmt.Errorf("initialize %s: %w (the gateway wants a token: --token, HANGAR_TOKEN or HANGAR_TOKEN_FILE)", url, err)
+		}
 		return fmt.Errorf("initialize %s: %w", url, err)
 	}
 	req := mcp.CallToolRequest{}

@@ -57,6 +57,12 @@ func (a *App) AuthHTTP(addr net.Addr) (*auth.HTTP, error) {
 	if c.OIDC.Issuer != "" {
 		h.AuthorizationServers = []string{c.OIDC.Issuer}
 	}
+	// Tokens, OIDC and the rate limit follow a reload (a revoked token
+	// stops working); the listen-time decisions (anonymous access, the api
+	// key header) need a restart.
+	a.Gateway.OnConfig = func(next *config.Config) {
+		h.Reload(auth.NewAuthenticator(a.ctx, next.Auth, auth.Options{Extra: extra}), next.Auth.RateLimit)
+	}
 	return h, nil
 }
 

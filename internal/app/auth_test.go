@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net"
@@ -111,4 +112,58 @@ func TestGeneratedToken(t *testing.T) {
 	if err != nil || id.Name != "generated" {
 		t.Errorf("generated token: %+v %v", id, err)
 	}
+}
+
+// TestReloadRevokesToken: a token removed from the file stops working at
+// the next reload, and a new one starts working, without a restart.
+func TestReloadRevokesToken(t *testing.T) {
+	t.Parallel()
+	const oldTok, newTok = "hgr_old-token-0123456789", "hgr_new-token-0123456789"
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	write := func(tok string) {
+		y := "auth:\n  tokens:\n    - {name: t, token_sha256: \"" + hashHex(tok) + "\", scopes: [hangar:read]}\n"
+		if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(oldTok)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := testApp(t, nil)
+	a.Config = cfg
+	a.Gateway = gateway.New(cfg, provider.NewManager(nil, provider.Options{Log: a.Log}), nil, nil, a.Log)
+	h, err := a.AuthHTTP(exposed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := a.Gateway.HTTP(a.Gateway.MCPServer(), gateway.HTTPOptions{Auth: h})
+	status := func(tok string) int {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		ep.Handler.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if status(oldTok) != http.StatusOK || status(newTok) != http.StatusUnauthorized {
+		t.Fatal("before reload")
+	}
+	write(newTok)
+	if r := a.Gateway.Reload(t.Context(), true); r.Status != "success" {
+		t.Fatalf("reload: %+v", r)
+	}
+	if s := status(oldTok); s != http.StatusUnauthorized {
+		t.Errorf("revoked token: %d", s)
+	}
+	if s := status(newTok); s != http.StatusOK {
+		t.Errorf("new token: %d", s)
+	}
+}
+
+func hashHex(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:])
 }

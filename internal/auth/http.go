@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -42,6 +43,28 @@ type HTTP struct {
 	// AuthorizationServers go into the metadata document.
 	AuthorizationServers []string
 	Log                  *slog.Logger
+
+	// reloaded replaces Auth and RateLimit after a config reload, so a
+	// token removed from the config stops working without a restart.
+	reloaded atomic.Pointer[reloadable]
+}
+
+type reloadable struct {
+	auth *Authenticator
+	rate config.RateLimit
+}
+
+// Reload swaps in the tokens, OIDC settings and default rate limit of a
+// reloaded config; requests already past the middleware are unaffected.
+func (h *HTTP) Reload(au *Authenticator, rl config.RateLimit) {
+	h.reloaded.Store(&reloadable{auth: au, rate: rl})
+}
+
+func (h *HTTP) current() (*Authenticator, config.RateLimit) {
+	if r := h.reloaded.Load(); r != nil {
+		return r.auth, r.rate
+	}
+	return h.Auth, h.RateLimit
 }
 
 // Middleware puts the caller's Identity in r.Context(), or answers 401
@@ -49,13 +72,14 @@ type HTTP struct {
 // without calling next, so no session is ever created for such a request.
 func (h *HTTP) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, rl, ok := h.identify(w, r)
+		authn, defaultRate := h.current()
+		id, rl, ok := h.identify(w, r, authn)
 		if !ok {
 			return
 		}
 		if h.Limiter != nil && id.Kind != KindLocal {
 			if rl == nil {
-				rl = &h.RateLimit
+				rl = &defaultRate
 			}
 			if allowed, wait := h.Limiter.Allow(bucketKey(id, r), *rl); !allowed {
 				secs := RetryAfterSeconds(wait)
@@ -69,8 +93,8 @@ func (h *HTTP) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-func (h *HTTP) identify(w http.ResponseWriter, r *http.Request) (Identity, *config.RateLimit, bool) {
-	if !h.Auth.HasCredentials() {
+func (h *HTTP) identify(w http.ResponseWriter, r *http.Request, authn *Authenticator) (Identity, *config.RateLimit, bool) {
+	if !authn.HasCredentials() {
 		// Nothing to check a credential against, so one that is sent is
 		// ignored rather than refused: clients that always send a token
 		// keep working against a local gateway.
@@ -91,7 +115,7 @@ func (h *HTTP) identify(w http.ResponseWriter, r *http.Request) (Identity, *conf
 		h.refuse(w, r, err.Error(), err != ErrNoCredential)
 		return Identity{}, nil, false
 	}
-	id, rl, err := h.Auth.Authenticate(r.Context(), cred)
+	id, rl, err := authn.Authenticate(r.Context(), cred)
 	if err != nil {
 		h.refuse(w, r, err.Error(), true)
 		return Identity{}, nil, false

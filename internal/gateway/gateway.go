@@ -54,6 +54,9 @@ type Gateway struct {
 	// RateLimiter holds the HTTP endpoint's per-client buckets;
 	// hangar_health reports them.
 	RateLimiter *auth.Limiter
+	// OnConfig, when set, is told of every configuration put in force by a
+	// reload (app uses it to apply auth changes to the HTTP endpoint).
+	OnConfig func(*config.Config)
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config
@@ -125,6 +128,9 @@ func (g *Gateway) setConfig(c *config.Config) {
 	g.cfgMu.Lock()
 	g.cfg = c
 	g.cfgMu.Unlock()
+	if g.OnConfig != nil {
+		g.OnConfig(c)
+	}
 }
 
 // invoke is the batch executor's way to a tool; a group's ID routes the

@@ -54,6 +54,7 @@ func TestSafeByDefault(t *testing.T) {
 		{"exposed, no tokens: refused", exposed, nil, true, 0, ""},
 		{"exposed with tokens", exposed, func(a *config.Auth) { a.Tokens = []config.Token{tok} }, false, http.StatusUnauthorized, ""},
 		{"exposed, anonymous allowed", exposed, func(a *config.Auth) { a.AllowAnonymous = true }, false, http.StatusOK, "serving without authentication"},
+		{"exposed with tokens and anonymous: anonymous may look", exposed, func(a *config.Auth) { a.Tokens = []config.Token{tok}; a.AllowAnonymous = true }, false, http.StatusOK, ""},
 		{"exposed with oidc", exposed, func(a *config.Auth) {
 			a.OIDC = config.OIDC{Issuer: "https://idp.example", Audience: "https://gw.example/mcp", JWKSURL: "https://idp.example/jwks"}
 		}, false, http.StatusUnauthorized, ""},

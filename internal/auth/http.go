@@ -34,8 +34,9 @@ type HTTP struct {
 	// Loopback is true when the endpoint listens on loopback only: with no
 	// credentials configured, callers are then trusted as local.
 	Loopback bool
-	// AllowAnonymous serves requests without credentials on any address
-	// (rate-limited per client address).
+	// AllowAnonymous serves requests without credentials on any address,
+	// rate-limited per client address: with every scope when no
+	// credentials are configured, else with hangar:read only.
 	AllowAnonymous bool
 	// Resource is this endpoint's resource URL (auth.oidc.audience);
 	// "" derives it from the request's Host.
@@ -109,7 +110,9 @@ func (h *HTTP) identify(w http.ResponseWriter, r *http.Request, authn *Authentic
 	}
 	cred, err := Credential(r.Header, h.APIKeyHeader)
 	if err == ErrNoCredential && h.AllowAnonymous {
-		return NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil), nil, true
+		// Beside configured credentials, anonymous callers may only look:
+		// anything more would make the tokens' scopes pointless.
+		return NewIdentity(KindAnonymous, KindAnonymous, []string{ScopeRead}, nil), nil, true
 	}
 	if err != nil {
 		h.refuse(w, r, err.Error(), err != ErrNoCredential)

@@ -167,6 +167,7 @@ func newAuthGateway(t *testing.T, tune func(*config.Config)) *authGateway {
 		Limiter:              g.RateLimiter,
 		RateLimit:            cfg.Auth.RateLimit,
 		APIKeyHeader:         cfg.Auth.APIKeyHeader,
+		AllowAnonymous:       cfg.Auth.AllowAnonymous,
 		Resource:             audience,
 		AuthorizationServers: []string{p.srv.URL},
 		Log:                  log,
@@ -511,5 +512,25 @@ func TestSecretsNeverShown(t *testing.T) {
 				t.Errorf("answer %d contains a secret: %.300s", i, text)
 			}
 		}
+	}
+}
+
+// TestAnonymousBesideTokens: with allow_anonymous and tokens, a caller
+// without a token may look but not call, and has a bucket per address.
+func TestAnonymousBesideTokens(t *testing.T) {
+	t.Parallel()
+	a := newAuthGateway(t, func(c *config.Config) { c.Auth.AllowAnonymous = true })
+	if r := a.post(t, a.session(t, nil), listTools); r.status != http.StatusOK {
+		t.Fatalf("anonymous tools/list: %d %s", r.status, r.body)
+	}
+	r := a.post(t, nil, toolCall(1, "hangar_call", map[string]any{"calls": []any{}}))
+	if r.status != http.StatusForbidden || r.msg.Error == nil || r.msg.Error.Message != "Token missing required scope: hangar:call" {
+		t.Errorf("anonymous hangar_call: %d %s", r.status, r.body)
+	}
+	if r := a.post(t, bearer("hgr_wrong-token-0123456789"), listTools); r.status != http.StatusUnauthorized {
+		t.Errorf("a bad token is not anonymous: %d", r.status)
+	}
+	if n := a.g.RateLimiter.Active(); n != 1 {
+		t.Errorf("buckets = %d, want one for the address", n)
 	}
 }

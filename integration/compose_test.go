@@ -44,7 +44,12 @@ func TestComposeStack(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	isDown := false
 	down := func() {
+		if isDown {
+			return
+		}
+		isDown = true
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if out, err := compose(ctx, "down", "-v", "--remove-orphans"); err != nil {
@@ -56,6 +61,9 @@ func TestComposeStack(t *testing.T) {
 			out, _ := compose(context.Background(), "logs", "--no-color", "hangar")
 			t.Logf("gateway logs:\n%s", tail(out, 40))
 		}
+		// A stack left up after a failed assertion would keep its labelled
+		// echo server discoverable by every other stack on the engine.
+		down()
 	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

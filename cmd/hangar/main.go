@@ -27,13 +27,15 @@ import (
 const usage = `hangar — a container-native MCP gateway
 
 Usage:
-  hangar serve [--config FILE] [--listen HOST:PORT | --stdio] [--instance NAME]
+  hangar serve [--config FILE] [--listen HOST:PORT | --stdio] [--instance NAME] [--data-dir DIR]
   hangar config check FILE
   hangar call [--url URL] TOOL [JSON-ARGUMENTS]
   hangar healthz [URL]
   hangar version
 
 The config file is --config, else $MCP_CONFIG, else ./config.yaml.
+State lives in --data-dir, else $HANGAR_DATA_DIR, else data_dir: in the config,
+else $XDG_STATE_HOME/hangar/<instance> (~/.local/state/hangar/<instance>).
 `
 
 func main() {
@@ -103,6 +105,7 @@ func serve(args []string) error {
 	stdio := fs.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP")
 	instance := fs.String("instance", envOr("HANGAR_INSTANCE", "default"), "instance name labelled on containers; instances never touch each other's containers")
 	origins := fs.String("allow-origin", os.Getenv("HANGAR_ALLOWED_ORIGINS"), "comma-separated browser origins allowed besides loopback ones")
+	dataDir := fs.String("data-dir", "", "directory of the state that survives restarts (default $HANGAR_DATA_DIR, data_dir:, else $XDG_STATE_HOME/hangar/<instance>)")
 	drain := fs.Duration("drain-timeout", 10*time.Second, "how long SIGTERM waits for requests in flight")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -113,7 +116,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.New(cfg, app.Options{Instance: *instance})
+	a, err := app.New(cfg, app.Options{Instance: *instance, DataDir: *dataDir})
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,16 @@ func lockDir(dir string) (*dirLock, error) {
 		}
 		holder := "another hangar process"
 		if data, rerr := os.ReadFile(path); rerr == nil {
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); perr == nil && pid > 0 {
-				holder = fmt.Sprintf("another hangar process (pid %d)", pid)
+			// "<pid> <host>": in a container the pid alone (often 1) does
+			// not say which one; its host name (the container ID) does.
+			f := strings.Fields(string(data))
+			if len(f) > 0 {
+				if pid, perr := strconv.Atoi(f[0]); perr == nil && pid > 0 {
+					holder = fmt.Sprintf("another hangar process (pid %d)", pid)
+					if len(f) > 1 {
+						holder = fmt.Sprintf("another hangar process (pid %d on host %s)", pid, f[1])
+					}
+				}
 			}
 		}
 		return nil, &OpenError{Kind: ErrLocked, Path: path, Err: err, Msg: fmt.Sprintf(
@@ -47,7 +55,11 @@ func lockDir(dir string) (*dirLock, error) {
 	}
 	// Only the holder writes the pid, so a refused process never clobbers it.
 	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		id := strconv.Itoa(os.Getpid())
+		if host, err := os.Hostname(); err == nil && host != "" && !strings.ContainsAny(host, " \n") {
+			id += " " + host
+		}
+		_, _ = f.WriteAt([]byte(id+"\n"), 0)
 	}
 	return &dirLock{f: f}, nil
 }

@@ -89,9 +89,13 @@ func TestOpenLocked(t *testing.T) {
 	_, err := OpenDir(dir, Options{Log: quiet()})
 	wantOpenError(t, err, ErrLocked, filepath.Join(dir, LockFile),
 		fmt.Sprintf("pid %d", os.Getpid()), "stop that process", "--data-dir")
-	// The refused open did not clobber the holder's pid.
-	if data, _ := os.ReadFile(filepath.Join(dir, LockFile)); strings.TrimSpace(string(data)) != fmt.Sprint(os.Getpid()) {
+	// The refused open did not clobber the holder's pid and host.
+	host, _ := os.Hostname()
+	if data, _ := os.ReadFile(filepath.Join(dir, LockFile)); string(data) != fmt.Sprintf("%d %s\n", os.Getpid(), host) {
 		t.Errorf("lock file holds %q", data)
+	}
+	if host != "" && !strings.Contains(err.Error(), "on host "+host) {
+		t.Errorf("error does not name the host: %v", err)
 	}
 	// Once the holder closes, the directory is free again.
 	if err := s.Close(); err != nil {

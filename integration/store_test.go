@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -163,4 +165,67 @@ func TestStoreStartupErrors(t *testing.T) {
 			t.Errorf("first gateway's store: %v", h["store"])
 		}
 	})
+}
+
+// serveProcess runs `hangar serve` on the config file with a data dir and
+// waits until it is healthy; the cleanup kills it if it still runs.
+func serveProcess(t *testing.T, cfgPath, instance, dataDir string) (mcpURL string, cmd *exec.Cmd, exited chan struct{}) {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd = exec.Command(hangarBin, "serve", "--config", cfgPath, "--listen", addr, "--instance", instance, "--data-dir", dataDir)
+	cmd.Stderr = newTestLog(t)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	waitHealthy(t, "http://"+addr+"/healthz", 20*time.Second, exited)
+	return "http://" + addr + "/mcp", cmd, exited
+}
+
+// An approval answered to the operator survives the gateway being killed
+// with -9 right after, and the dead gateway's lock does not block the next
+// start on the same data dir.
+func TestStoreApprovalSurvivesKill9(t *testing.T) {
+	dataDir := t.TempDir()
+	providers := t.TempDir()
+	const name = "killed-echo"
+	if err := os.WriteFile(filepath.Join(providers, name+".yaml"), []byte("mode: remote\nendpoint: "+echoMCP(t)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := writeConfig(t, fmt.Sprintf(`
+discovery:
+  enabled: true
+  sources: [{type: filesystem, path: %q, mode: additive}]
+`, providers))
+	instance := newInstance(t)
+
+	url, cmd, exited := serveProcess(t, cfgPath, instance, dataDir)
+	s := connect(t, url)
+	s.mustCall(t, "hangar_discover", nil)
+	if r := s.mustCall(t, "hangar_approve", map[string]any{"mcp_server": name}); r["approved"] != true {
+		t.Fatalf("hangar_approve = %v", r)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown, no flush
+		t.Fatal(err)
+	}
+	<-exited
+
+	url, _, _ = serveProcess(t, cfgPath, instance, dataDir)
+	s = connect(t, url)
+	s.mustCall(t, "hangar_discover", nil)
+	if listed := names(s.mustCall(t, "hangar_list", nil), "mcp_servers"); !contains(listed, name) {
+		t.Fatalf("after kill -9 and restart %s is not registered: %v", name, listed)
+	}
+	if pending := names(s.mustCall(t, "hangar_discovered", nil), "pending"); contains(pending, name) {
+		t.Errorf("after kill -9 and restart %s waits for approval again", name)
+	}
 }

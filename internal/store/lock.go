@@ -66,10 +66,13 @@ func lockDir(dir string) (*dirLock, error) {
 
 // release drops the lock. The file stays: removing it would let a third
 // process lock a new file while a second still waits on the old one.
+// A second call does nothing (the descriptor may by then belong to
+// another file).
 func (l *dirLock) release() {
-	if l == nil {
+	if l == nil || l.f == nil {
 		return
 	}
 	_ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 	_ = l.f.Close()
+	l.f = nil
 }

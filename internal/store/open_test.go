@@ -97,9 +97,13 @@ func TestOpenLocked(t *testing.T) {
 	if host != "" && !strings.Contains(err.Error(), "on host "+host) {
 		t.Errorf("error does not name the host: %v", err)
 	}
-	// Once the holder closes, the directory is free again.
+	// Once the holder closes, the directory is free again; closing twice
+	// is harmless.
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
 	}
 	s2, err := OpenDir(dir, Options{Log: quiet()})
 	if err != nil {

@@ -89,7 +89,10 @@ func Open(path string, opts Options) (*SQLite, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	if path == "" {
-		return s, s.openMemory(ctx)
+		if err := s.openMemory(ctx); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

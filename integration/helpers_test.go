@@ -136,7 +136,8 @@ func startGatewayAs(t testing.TB, instance, yaml string) *gw {
 
 // startGatewayFile runs an in-process gateway on the config file at path
 // (which hangar_reload_config re-reads), with opts (Instance defaults to a
-// new one for the test, Log to the test log).
+// new one for the test, DataDir to a new temporary directory, Log to the
+// test log).
 func startGatewayFile(t testing.TB, path string, opts app.Options) *gw {
 	t.Helper()
 	cfg, err := config.Load(path)
@@ -145,6 +146,9 @@ func startGatewayFile(t testing.TB, path string, opts app.Options) *gw {
 	}
 	if opts.Instance == "" {
 		opts.Instance = newInstance(t)
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -27,7 +27,7 @@ func TestStdioServe(t *testing.T) {
 
 	var cmd *exec.Cmd
 	tr := transport.NewStdioWithOptions(hangarBin, nil,
-		[]string{"serve", "--stdio", "--config", cfg, "--instance", instance},
+		[]string{"serve", "--stdio", "--config", cfg, "--instance", instance, "--data-dir", t.TempDir()},
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd = exec.Command(command, args...)
 			cmd.Env = append(os.Environ(), env...)
@@ -84,7 +84,7 @@ mcp_servers:
     start_timeout_s: 30
 `)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(hangarBin, "serve", "--config", cfg, "--listen", addr, "--instance", instance)
+	cmd := exec.Command(hangarBin, "serve", "--config", cfg, "--listen", addr, "--instance", instance, "--data-dir", t.TempDir())
 	cmd.Stderr = newTestLog(t)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

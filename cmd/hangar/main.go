@@ -28,7 +28,7 @@ import (
 const usage = `hangar — a container-native MCP gateway
 
 Usage:
-  hangar serve [--config FILE] [--listen HOST:PORT | --stdio] [--instance NAME]
+  hangar serve [--config FILE] [--listen HOST:PORT | --stdio] [--instance NAME] [--data-dir DIR]
   hangar config check FILE
   hangar call [--url URL] [--token TOKEN | --token-file FILE] TOOL [JSON-ARGUMENTS]
   hangar token new --name NAME --scopes hangar:read,hangar:call [--servers math,fs-*]
@@ -39,6 +39,8 @@ Usage:
 The config file is --config, else $MCP_CONFIG, else ./config.yaml.
 hangar call sends the token of --token, else $HANGAR_TOKEN, else the file
 named by --token-file or $HANGAR_TOKEN_FILE.
+State lives in --data-dir, else $HANGAR_DATA_DIR, else data_dir: in the config,
+else $XDG_STATE_HOME/hangar/<instance> (~/.local/state/hangar/<instance>).
 `
 
 func main() {
@@ -116,6 +118,7 @@ func serve(args []string) error {
 	stdio := fs.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP")
 	instance := fs.String("instance", envOr("HANGAR_INSTANCE", "default"), "instance name labelled on containers; instances never touch each other's containers")
 	origins := fs.String("allow-origin", os.Getenv("HANGAR_ALLOWED_ORIGINS"), "comma-separated browser origins allowed besides loopback ones")
+	dataDir := fs.String("data-dir", "", "directory of the state that survives restarts (default $HANGAR_DATA_DIR, data_dir:, else $XDG_STATE_HOME/hangar/<instance>)")
 	drain := fs.Duration("drain-timeout", 10*time.Second, "how long SIGTERM waits for requests in flight")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -126,7 +129,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.New(cfg, app.Options{Instance: *instance})
+	a, err := app.New(cfg, app.Options{Instance: *instance, DataDir: *dataDir})
 	if err != nil {
 		return err
 	}

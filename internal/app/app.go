@@ -30,6 +30,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
+	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // Options are the command-line level settings.
@@ -41,6 +42,9 @@ type Options struct {
 	// WorkerTick is how often health and idle workers look at providers
 	// (default 1s).
 	WorkerTick time.Duration
+	// DataDir is --data-dir: it wins over $HANGAR_DATA_DIR and data_dir:
+	// (default $XDG_STATE_HOME/hangar/<instance>).
+	DataDir string
 }
 
 // App is a running gateway.
@@ -53,6 +57,9 @@ type App struct {
 	Engine    *dockerrt.EngineState
 	Metrics   *metrics.Metrics
 	Log       *slog.Logger
+	// Store is the durable state in DataDir, open from New to Close.
+	Store   store.Store
+	DataDir string
 
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
@@ -89,9 +96,17 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}}
 
+	// The store comes first: a locked, corrupt or unwritable data dir
+	// stops start-up before any container is touched.
+	if err := a.openStore(ctx, o); err != nil {
+		cancel()
+		return nil, err
+	}
+
 	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		cancel()
+		_ = a.Store.Close()
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	a.docker = cli
@@ -117,6 +132,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	a.Gateway.Store = a.Store
 	for _, id := range sortedIDs(cfg) {
 		s := cfg.Servers[id]
 		if s.Mode != config.ModeGroup {
@@ -141,6 +157,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
 			cancel()
 			_ = cli.Close()
+			_ = a.Store.Close()
 			return nil, err
 		}
 	}
@@ -257,5 +274,9 @@ func (a *App) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
 	_ = a.docker.Close()
+	// Last: everything above may still record a decision.
+	if serr := a.Store.Close(); serr != nil && err == nil {
+		err = serr
+	}
 	return err
 }

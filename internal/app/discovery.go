@@ -50,7 +50,7 @@ func (r registry) Origin(id string) string {
 // provider (handshake and tools/list) that is removed afterwards.
 func (a *App) startDiscovery(ctx context.Context, launcher provider.Launcher) error {
 	cfg := a.Config.Discovery
-	store, err := discovery.OpenStore(a.Config.DataDir, a.Log)
+	store, err := discovery.OpenStore(ctx, a.Store, a.Log)
 	if err != nil {
 		return fmt.Errorf("discovery state: %w", err)
 	}

@@ -63,8 +63,10 @@ func (d *decoder) decode(raw map[string]any) *Config {
 
 	d.registry(root.sub("registry"), &cfg.Registry)
 
-	if root.str("data_dir", &cfg.DataDir) && cfg.DataDir == "" {
-		d.add("data_dir", "must not be empty")
+	if root.str("data_dir", &cfg.DataDir) {
+		if msg := checkDataDir(cfg.DataDir); msg != "" {
+			d.add("data_dir", "%s", msg)
+		}
 	}
 
 	root.finish()

@@ -8,10 +8,7 @@ import (
 // DefaultRegistryURL is the official MCP registry.
 const DefaultRegistryURL = "https://registry.modelcontextprotocol.io"
 
-const (
-	defaultDataDir = "./.hangar"
-	defaultUser    = "65534:65534" // nobody:nogroup, so a provider never runs as root by accident
-)
+const defaultUser = "65534:65534" // nobody:nogroup, so a provider never runs as root by accident
 
 // Default returns a configuration with no servers and every default
 // applied, for callers that build their configuration in code. As in a
@@ -53,7 +50,8 @@ func defaults() *Config {
 			MaxHotLoaded:       20,
 			IdleTTL:            300 * time.Second,
 		},
-		DataDir: defaultDataDir,
+		// DataDir "" is resolved at start-up (ResolveDataDir), since the
+		// default depends on the instance name.
 	}
 }
 

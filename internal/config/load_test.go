@@ -239,7 +239,7 @@ func TestParseEmptyIsDefault(t *testing.T) {
 // Not parallel: Default reads the process environment.
 func TestDefault(t *testing.T) {
 	t.Setenv("HANGAR_DATA_DIR", "")
-	if got := Default(); !reflect.DeepEqual(got, defaults()) || got.DataDir != "./.hangar" {
+	if got := Default(); !reflect.DeepEqual(got, defaults()) || got.DataDir != "" {
 		t.Errorf("Default() = %+v", got)
 	}
 	t.Setenv("HANGAR_DATA_DIR", "/data")
@@ -316,7 +316,7 @@ func TestParseEnvironment(t *testing.T) {
 		{"override default provider concurrency reaches servers", dockerMath, []string{"HANGAR_EXECUTION__DEFAULT_PROVIDER_CONCURRENCY=4"},
 			func(c *Config) bool { return c.Servers["math"].MaxConcurrency == 4 }},
 		{"empty override ignored", "", []string{"HANGAR_DATA_DIR="},
-			func(c *Config) bool { return c.DataDir == "./.hangar" }},
+			func(c *Config) bool { return c.DataDir == "" }},
 		{"other variables ignored", "", []string{"HANGARX=1", "hangar_logging__level=DEBUG", "PATH=/bin"},
 			func(c *Config) bool { return c.Logging.Level == "INFO" }},
 		{"later duplicate wins", dockerMath + "    env: {K: '${V}'}\n", []string{"V=1", "V=2"},

@@ -57,7 +57,8 @@ type Config struct {
 	Logging      Logging
 	// Registry is where hangar_load finds MCP servers to hot-load.
 	Registry Registry
-	// DataDir holds state that survives restarts (approvals, quarantine).
+	// DataDir holds state that survives restarts (the store, its lock and
+	// keystore key). "" until ResolveDataDir picks the default.
 	DataDir string
 	// Source is the file the config was read from ("" when built in code).
 	Source string

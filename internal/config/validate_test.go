@@ -172,6 +172,9 @@ func TestParseProblems(t *testing.T) {
 		{"docker source with path", "discovery: {sources: [{type: docker, path: /p, watch: true}]}\n", nil,
 			[]string{"discovery.sources[0].path: not allowed for type docker", "discovery.sources[0].watch: not allowed for type docker"}},
 		{"data_dir empty", "data_dir: ''\n", nil, []string{"data_dir: must not be empty"}},
+		{"data_dir blank", "data_dir: '  '\n", nil, []string{"data_dir: must not be empty"}},
+		{"data_dir tilde", "data_dir: ~/hangar\n", nil, []string{"data_dir: \"~/hangar\" starts with ~, which only a shell expands: write the full path"}},
+		{"data_dir not a string", "data_dir: [a]\n", nil, []string{"data_dir: must be a string (got a list)"}},
 
 		// Keys that belong to another mode.
 		{"image on remote", remoteAPI + "    image: img\n", nil, []string{"mcp_servers.api.image: not allowed for mode remote"}},

@@ -776,14 +776,24 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 		}
 		return fail(errors.New("already registered"))
 	}
+	// The approval is stored before anything changes: success is answered
+	// only for an approval a restart will find.
+	now := s.now()
+	if err := s.store.Approve(name, e.cand.Fingerprint, now); err != nil {
+		s.log.Error("approval not saved; nothing changed", FieldServer, name, FieldError, err)
+		return fail(fmt.Errorf("approval not saved, nothing changed: %w", err))
+	}
 	spec := *e.cand.Spec
 	if err := s.reg.Register(&spec); err != nil {
+		if rerr := s.store.Revoke(name); rerr != nil {
+			s.log.Error("approval of a server that failed to register not revoked", FieldServer, name, FieldError, rerr)
+		}
 		return fail(fmt.Errorf("register: %w", err))
 	}
-	now := s.now()
 	s.set(name, &entry{cand: e.cand, source: e.source, status: registered, since: now})
-	if err := s.store.Approve(name, e.cand.Fingerprint, now); err != nil {
-		s.log.Error("approval not saved; it will not survive a restart", FieldServer, name, FieldError, err)
+	if err := s.store.ClearQuarantine(name); err != nil {
+		// Harmless: the approval outranks the stale record after a restart.
+		s.log.Warn("stale quarantine record not removed", FieldServer, name, FieldError, err)
 	}
 	s.log.Info("approved discovered MCP server", FieldServer, name, FieldSource, e.cand.Source,
 		FieldFingerprint, e.cand.Fingerprint)

@@ -503,7 +503,8 @@ func TestApprovalsSurviveRestart(t *testing.T) {
 		return nil
 	}
 
-	store, err := OpenStore(dir, quietLog())
+	db := openDB(t, dir)
+	store, err := OpenStore(ctx, db, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,8 +518,9 @@ func TestApprovalsSurviveRestart(t *testing.T) {
 	s2.checkGrace = 0
 	s2.Scan(ctx)
 
-	// A new process: a fresh registry, the store reopened.
-	store2, err := OpenStore(dir, quietLog())
+	// A new process: a fresh registry, the database reopened.
+	_ = db.Close()
+	store2, err := OpenStore(ctx, openDB(t, dir), quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,6 +618,38 @@ func TestRegisterFailureIsAnError(t *testing.T) {
 	}
 	if len(s2.Pending()) != 1 {
 		t.Error("failed approval lost the candidate")
+	}
+	if s2.store.Approved("a", "f1") {
+		t.Error("the approval of a server that did not register was kept")
+	}
+}
+
+// An approval that cannot be stored is not answered as a success, and
+// changes nothing.
+func TestApproveWriteFailureIsAnError(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	src := newFakeSource(SourceDocker, ModeAdditive)
+	src.set(nil, nil, cand("a", "f1", "10.0.0.1"))
+	db := &fakeDecisions{failPut: errors.New("disk I/O error")}
+	st, err := OpenStore(ctx, db, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newFakeRegistry()
+	s := New(discCfg(), reg, nil, st, quietLog(), src)
+	s.Scan(ctx)
+	r := s.Approve(ctx, "a")
+	if r.Approved || r.Error != "approval not saved, nothing changed: disk I/O error" {
+		t.Errorf("approve = %+v", r)
+	}
+	if reg.Registered("a") || len(s.Pending()) != 1 || st.Approved("a", "f1") {
+		t.Error("a failed approval changed something")
+	}
+	// Once the store works again, so does the approval.
+	db.setFail(nil)
+	if r := s.Approve(ctx, "a"); !r.Approved || !reg.Registered("a") {
+		t.Errorf("approve after recovery = %+v", r)
 	}
 }
 

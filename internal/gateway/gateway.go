@@ -49,6 +49,8 @@ type Gateway struct {
 	// HotLoad serves hangar_load and hangar_unload; nil when hot-loading
 	// is off (registry.url and registry.catalog_file both empty).
 	HotLoad HotLoader
+	// Store shows in hangar_health; nil when there is none.
+	Store   StoreStatus
 	Log     *slog.Logger
 	Started time.Time
 	// RateLimiter holds the HTTP endpoint's per-client buckets;

@@ -64,6 +64,7 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 		g.Log.Warn("config reload rejected", "error", err)
 		return finish()
 	}
+	keepDataDir(g.Log, old, next)
 	d := config.Diff(old, next)
 	res.Added, res.Removed, res.Updated, res.Unchanged = nonNil(d.Added), nonNil(d.Removed), nonNil(d.Updated), nonNil(d.Unchanged)
 

@@ -136,6 +136,10 @@ func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 			status = "degraded"
 		}
 	}
+	store := storeHealth(g.Store)
+	if store != nil && !store["ok"].(bool) {
+		status = "degraded"
+	}
 	cfg := g.Config()
 	return ok(map[string]any{
 		"status":      status,
@@ -148,6 +152,7 @@ func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 			"config":         map[string]any{"rps": cfg.Auth.RateLimit.RPS, "burst": cfg.Auth.RateLimit.Burst},
 		}},
 		"docker": docker,
+		"store":  store,
 	})
 }
 
@@ -156,4 +161,24 @@ func (g *Gateway) activeBuckets() int {
 		return 0
 	}
 	return g.RateLimiter.Active()
+}
+
+// StoreStatus is what hangar_health shows of the durable store.
+type StoreStatus interface {
+	Path() string
+	LastWriteError() error
+}
+
+// storeHealth is hangar_health's store section, nil without a store. A
+// write error names the operation and the key, never a value.
+func storeHealth(st StoreStatus) map[string]any {
+	if st == nil {
+		return nil
+	}
+	werr := st.LastWriteError()
+	out := map[string]any{"path": st.Path(), "ok": werr == nil, "last_write_error": nil}
+	if werr != nil {
+		out["last_write_error"] = werr.Error()
+	}
+	return out
 }

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migration is one step of the schema. Steps are numbered from 1 without
+// gaps and never edited once released: a change is a new step.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations is the schema, oldest first.
+var migrations = []migration{
+	{1, "initial schema", `
+CREATE TABLE decisions (
+	key         TEXT    NOT NULL,
+	kind        TEXT    NOT NULL,
+	fingerprint TEXT    NOT NULL DEFAULT '',
+	source      TEXT    NOT NULL DEFAULT '',
+	reason      TEXT    NOT NULL DEFAULT '',
+	detail      TEXT    NOT NULL DEFAULT '',
+	at          INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (key, kind)
+);
+CREATE TABLE installs (
+	name           TEXT    PRIMARY KEY,
+	config         BLOB,
+	enabled        INTEGER NOT NULL DEFAULT 0,
+	allow_implicit INTEGER NOT NULL DEFAULT 0,
+	created_at     INTEGER NOT NULL DEFAULT 0,
+	updated_at     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE tool_pins (
+	server     TEXT    NOT NULL,
+	tool       TEXT    NOT NULL,
+	hash       TEXT    NOT NULL,
+	definition BLOB,
+	pinned_at  INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (server, tool)
+);
+CREATE TABLE image_digests (
+	server      TEXT    PRIMARY KEY,
+	ref         TEXT    NOT NULL DEFAULT '',
+	digest      TEXT    NOT NULL DEFAULT '',
+	approved_at INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE catalogs (
+	server       TEXT    PRIMARY KEY,
+	version      TEXT    NOT NULL DEFAULT '',
+	image_digest TEXT    NOT NULL DEFAULT '',
+	catalog      BLOB,
+	updated_at   INTEGER NOT NULL DEFAULT 0
+);
+-- AUTOINCREMENT: ids only ever grow, so a reader may page by id.
+CREATE TABLE audit (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	at          INTEGER NOT NULL,
+	server      TEXT    NOT NULL DEFAULT '',
+	identity    TEXT    NOT NULL DEFAULT '',
+	action      TEXT    NOT NULL DEFAULT '',
+	tool        TEXT    NOT NULL DEFAULT '',
+	allowed     INTEGER NOT NULL DEFAULT 0,
+	reason      TEXT    NOT NULL DEFAULT '',
+	outcome     TEXT    NOT NULL DEFAULT '',
+	duration_ms REAL    NOT NULL DEFAULT 0
+);
+CREATE INDEX audit_server_id ON audit (server, id);
+CREATE TABLE keystore (
+	ref        TEXT    PRIMARY KEY,
+	nonce      BLOB    NOT NULL,
+	ciphertext BLOB    NOT NULL,
+	updated_at INTEGER NOT NULL DEFAULT 0
+);
+-- value has no declared type, so integers stay integers and text text.
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value
+);
+INSERT INTO meta (key, value) VALUES ('snapshot_version', 0);
+`},
+}
+
+// latestVersion is the schema version this build writes.
+func latestVersion() int { return migrations[len(migrations)-1].version }
+
+// migrate brings the database to latestVersion, one transaction per step.
+// A database of a newer version is refused rather than misread.
+func migrate(ctx context.Context, db *sql.DB, path string) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var current int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > latestVersion() {
+		return &OpenError{Kind: ErrNewerSchema, Path: path, Msg: fmt.Sprintf(
+			"store: %s has schema version %d, but this hangar knows versions up to %d: it was written by a newer hangar; "+
+				"run that version, or restore a backup made by this one", path, current, latestVersion())}
+	}
+	for _, m := range migrations {
+		if m.version <= current {
+			continue
+		}
+		if err := apply(ctx, db, m); err != nil {
+			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func apply(ctx context.Context, db *sql.DB, m migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, time.Now().UnixNano()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -213,14 +213,18 @@ func TestReconcile(t *testing.T) {
 			changes: []string{"added a config", "added b config"},
 		},
 		{
-			name:    "same set again changes nothing",
-			do:      func() Batch { return c.Publish(ctx, SourceConfig, []*config.Server{srv("a", "1"), srv("b", "1")}, "reload") },
+			name: "same set again changes nothing",
+			do: func() Batch {
+				return c.Publish(ctx, SourceConfig, []*config.Server{srv("a", "1"), srv("b", "1")}, "reload")
+			},
 			ops:     nil,
 			changes: nil,
 		},
 		{
-			name:    "replace a changed spec: stop the old, then register the new",
-			do:      func() Batch { return c.Publish(ctx, SourceConfig, []*config.Server{srv("a", "2"), srv("b", "1")}, "reload") },
+			name: "replace a changed spec: stop the old, then register the new",
+			do: func() Batch {
+				return c.Publish(ctx, SourceConfig, []*config.Server{srv("a", "2"), srv("b", "1")}, "reload")
+			},
 			ops:     []string{"stop a reload", "add a 2"},
 			changes: []string{"updated a config"},
 		},

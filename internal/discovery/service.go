@@ -90,17 +90,19 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Subject + ": " + p.Err.Error() }
 
-// Registry is where discovered servers are registered: the gateway's
-// provider manager.
+// Registry is where discovered servers are claimed: the gateway's catalog
+// (its discovery source), which decides whether a name is served. The
+// service keeps no list of taken IDs of its own.
 type Registry interface {
-	// Register adds a COLD server; it fails if the ID is taken.
+	// Register claims spec.ID. The claim is kept even when it is refused
+	// (a group's ID, a config server's): the error says why it is not
+	// served now, and it is served once what holds the ID goes away.
 	Register(spec *config.Server) error
-	// Deregister stops and removes a server.
+	// Deregister withdraws the claim, stopping the server if it was served.
 	Deregister(ctx context.Context, id string) error
-	Registered(id string) bool
-	// Origin is the registered server's Spec.Origin, "" for servers of the
-	// config file.
-	Origin(id string) string
+	// Refusal says why a discovered server named id is not served, or
+	// would not be if claimed; nil when it is or would be.
+	Refusal(id string) error
 }
 
 // Checker tells whether a candidate answers MCP (connect and tools/list).
@@ -118,14 +120,25 @@ type ScanResult struct {
 	SourceResults     map[string]int // source type → candidates found
 }
 
-// PendingEntry is a candidate waiting for approval.
+// PendingEntry is a candidate waiting for approval, or one that is
+// refused its name.
 type PendingEntry struct {
 	Name         string
 	Source       string
 	Mode         string // the server mode it would get: remote, docker, ...
 	DiscoveredAt time.Time
 	Fingerprint  string
+	// Status is StatusPending, or StatusRefused when the catalog does not
+	// serve the name (Reason says why: a group's ID, a config server's).
+	Status string
+	Reason string
 }
+
+// Statuses of a PendingEntry.
+const (
+	StatusPending = "pending"
+	StatusRefused = "refused"
+)
 
 // QuarantineEntry is a candidate that failed its health check.
 type QuarantineEntry struct {
@@ -161,7 +174,12 @@ type status int
 const (
 	pending status = iota
 	quarantined
+	// registered: the service claimed the name in the catalog (which may
+	// still refuse to serve it).
 	registered
+	// refused: the catalog would refuse the name; the candidate is not
+	// checked or claimed, and is decided afresh on every scan.
+	refused
 )
 
 // entry is the service's knowledge of one name. Entries are replaced, never
@@ -171,7 +189,7 @@ type entry struct {
 	source int // index in Service.sources
 	status status
 	since  time.Time // discovered, quarantined or registered at
-	reason string    // quarantine reason
+	reason string    // quarantine or refusal reason
 }
 
 type sourceState struct {
@@ -375,10 +393,11 @@ type scan struct {
 }
 
 type checkJob struct {
-	cand    Candidate
-	source  int
-	updated bool // already counted as updated
-	err     error
+	cand     Candidate
+	source   int
+	updated  bool // already counted as updated
+	register bool // auto_register: register on success, else offer for approval
+	err      error
 }
 
 func (sc *scan) problem(src int, subject string, err error) {
@@ -537,21 +556,14 @@ func address(s *config.Server) string {
 func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int) {
 	name := c.Name
 	e := s.entries[name]
+	prev := e
 	updated := false
-	if s.reg.Registered(name) {
-		origin := s.reg.Origin(name)
-		if !isDiscoveryOrigin(origin) {
-			what := "a server from the config file"
-			if origin != "" {
-				what = "a " + origin + " server"
-			}
-			sc.problem(src, name, fmt.Errorf("name clash with %s", what))
-			if e != nil {
-				s.drop(name)
-			}
-			return
-		}
-		if e != nil && e.status == registered && e.cand.Fingerprint == c.Fingerprint {
+	if e != nil && e.status == refused {
+		// A refusal is no decision: look again.
+		e = nil
+	}
+	if e != nil && e.status == registered {
+		if e.cand.Fingerprint == c.Fingerprint {
 			if sameAddress(e.cand.Spec, c.Spec) {
 				if e.source != src || e.cand.ContainerID != c.ContainerID {
 					s.set(name, &entry{cand: c, source: src, status: registered, since: e.since})
@@ -569,8 +581,7 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 			s.register(sc, c, src, true)
 			return
 		}
-		// Changed since it was registered (or registered by an earlier
-		// run we have no record of): it must be decided afresh.
+		// Changed since it was registered: it must be decided afresh.
 		if err := s.reg.Deregister(ctx, name); err != nil {
 			sc.problem(src, name, fmt.Errorf("deregister changed server: %w", err))
 			return
@@ -579,10 +590,6 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 		s.drop(name)
 		sc.res.UpdatedCount++
 		updated, e = true, nil
-	} else if e != nil && e.status == registered {
-		// Removed from the registry by someone else: decide afresh.
-		s.drop(name)
-		e = nil
 	}
 
 	if e != nil && e.cand.Fingerprint == c.Fingerprint {
@@ -607,24 +614,61 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 		s.set(name, &entry{cand: c, source: src, status: quarantined, since: q.QuarantinedAt, reason: q.Reason})
 		return
 	}
+	if err := s.refusal(name); err != nil {
+		// Not worth a health check: the name cannot be served.
+		s.refuse(c, src, prev, err)
+		sc.problem(src, name, err)
+		return
+	}
+	// Checked before it is offered, so an operator approves only what
+	// answers MCP: a running container's declared port and path. Other
+	// candidates are checked only when they are registered at once: the
+	// check would attach to a container's stdin (which a server may take
+	// as its one session) or start an image nobody approved.
+	if s.cfg.Security.RequireHealthCheck && s.check != nil && (s.cfg.AutoRegister || c.Spec.Mode == config.ModeRemote) {
+		sc.checks = append(sc.checks, checkJob{cand: c, source: src, updated: updated, register: s.cfg.AutoRegister})
+		return
+	}
 	if s.cfg.AutoRegister {
-		if s.cfg.Security.RequireHealthCheck && s.check != nil {
-			sc.checks = append(sc.checks, checkJob{cand: c, source: src, updated: updated})
-			return
-		}
 		s.register(sc, c, src, updated)
 		return
 	}
-	s.set(name, &entry{cand: c, source: src, status: pending, since: s.now()})
-	s.log.Info("discovered MCP server pending approval", FieldServer, name, FieldSource, c.Source,
+	s.offer(c, src)
+}
+
+// refusal is why the catalog would not serve a discovered server named
+// name (nil: it would).
+func (s *Service) refusal(name string) error {
+	if s.reg == nil {
+		return nil
+	}
+	return s.reg.Refusal(name)
+}
+
+// refuse records a candidate whose name the catalog refuses (the scan's
+// problem list logs it once). prev is the name's entry before this scan.
+func (s *Service) refuse(c Candidate, src int, prev *entry, err error) {
+	since := s.now()
+	if prev != nil && prev.status == refused {
+		since = prev.since
+	}
+	s.set(c.Name, &entry{cand: c, source: src, status: refused, since: since, reason: err.Error()})
+}
+
+// offer makes c a candidate pending approval.
+func (s *Service) offer(c Candidate, src int) {
+	s.set(c.Name, &entry{cand: c, source: src, status: pending, since: s.now()})
+	s.log.Info("discovered MCP server pending approval", FieldServer, c.Name, FieldSource, c.Source,
 		FieldFingerprint, c.Fingerprint)
 }
 
 func (s *Service) register(sc *scan, c Candidate, src int, updated bool) {
 	spec := *c.Spec
 	if err := s.reg.Register(&spec); err != nil {
+		// The claim stands (it is served once the name is free) and the
+		// refusal shows in hangar_discovered and hangar_sources.
+		s.set(c.Name, &entry{cand: c, source: src, status: registered, since: s.now()})
 		sc.problem(src, c.Name, fmt.Errorf("register: %w", err))
-		s.drop(c.Name)
 		return
 	}
 	s.set(c.Name, &entry{cand: c, source: src, status: registered, since: s.now()})
@@ -651,8 +695,10 @@ func (s *Service) runChecks(ctx context.Context, sc *scan) {
 	for _, job := range sc.checks {
 		c := job.cand
 		switch {
-		case job.err == nil:
+		case job.err == nil && job.register:
 			s.register(sc, c, job.source, job.updated)
+		case job.err == nil:
+			s.offer(c, job.source)
 		case s.cfg.Security.QuarantineOnFailure:
 			now := s.now()
 			reason := ReasonHealthCheckFailed + ": " + job.err.Error()
@@ -718,14 +764,12 @@ func (s *Service) gone(ctx context.Context, sc *scan, name string, e *entry) {
 	if s.sources[e.source].Mode() != ModeAuthoritative {
 		return
 	}
-	if s.reg.Registered(name) && s.reg.Origin(name) == e.cand.Source {
-		if err := s.reg.Deregister(ctx, name); err != nil {
-			sc.problem(e.source, name, fmt.Errorf("deregister: %w", err))
-			return
-		}
-		sc.res.DeregisteredCount++
-		s.log.Info("deregistered discovered MCP server that is gone", FieldServer, name, FieldSource, e.cand.Source)
+	if err := s.reg.Deregister(ctx, name); err != nil {
+		sc.problem(e.source, name, fmt.Errorf("deregister: %w", err))
+		return
 	}
+	sc.res.DeregisteredCount++
+	s.log.Info("deregistered discovered MCP server that is gone", FieldServer, name, FieldSource, e.cand.Source)
 	s.drop(name)
 }
 
@@ -735,10 +779,28 @@ func (s *Service) Pending() []PendingEntry {
 	defer s.mu.RUnlock()
 	out := []PendingEntry{}
 	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
-		if e := s.entries[name]; e.status == pending {
-			out = append(out, PendingEntry{Name: name, Source: e.cand.Source, Mode: e.cand.Spec.Mode,
-				DiscoveredAt: e.since.UTC(), Fingerprint: e.cand.Fingerprint})
+		e := s.entries[name]
+		p := PendingEntry{Name: name, Source: e.cand.Source, Mode: e.cand.Spec.Mode,
+			DiscoveredAt: e.since.UTC(), Fingerprint: e.cand.Fingerprint, Status: StatusPending}
+		switch e.status {
+		case pending:
+			// A name taken since it was offered (a reload added a group).
+			if err := s.refusal(name); err != nil {
+				p.Status, p.Reason = StatusRefused, err.Error()
+			}
+		case refused:
+			p.Status, p.Reason = StatusRefused, e.reason
+		case registered:
+			// Claimed, but a source of higher precedence holds the name.
+			err := s.refusal(name)
+			if err == nil {
+				continue
+			}
+			p.Status, p.Reason = StatusRefused, err.Error()
+		default:
+			continue
 		}
+		out = append(out, p)
 	}
 	return out
 }
@@ -770,14 +832,13 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 	if e == nil || e.status == registered {
 		return fail(errors.New(notFoundPrefix + name))
 	}
-	if s.reg.Registered(name) {
-		if origin := s.reg.Origin(name); origin == "" {
-			return fail(errors.New("name clash with a server from the config file"))
-		}
-		return fail(errors.New("already registered"))
+	if err := s.refusal(name); err != nil {
+		return fail(fmt.Errorf("refused: %w", err))
 	}
 	spec := *e.cand.Spec
 	if err := s.reg.Register(&spec); err != nil {
+		// Taken meanwhile: an approval that failed leaves no claim.
+		_ = s.reg.Deregister(context.WithoutCancel(ctx), name)
 		return fail(fmt.Errorf("register: %w", err))
 	}
 	now := s.now()

@@ -180,6 +180,9 @@ const (
 	// refused: the catalog would refuse the name; the candidate is not
 	// checked or claimed, and is decided afresh on every scan.
 	refused
+	// checking: a health check is in flight (entry.check); its result
+	// decides.
+	checking
 )
 
 // entry is the service's knowledge of one name. Entries are replaced, never
@@ -190,6 +193,7 @@ type entry struct {
 	status status
 	since  time.Time // discovered, quarantined or registered at
 	reason string    // quarantine or refusal reason
+	check  *checkJob // status checking: the check in flight
 }
 
 type sourceState struct {
@@ -229,6 +233,12 @@ type Service struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 
+	// life bounds the health checks, which outlive the scan that started
+	// them; Close ends it. checkSem caps the checks in flight.
+	life     context.Context
+	endLife  context.CancelFunc
+	checkSem chan struct{}
+
 	// OnScan, when set before Start, sees every scan's result (metrics).
 	OnScan func(ScanResult)
 }
@@ -242,7 +252,11 @@ func New(cfg config.Discovery, reg Registry, check Checker, store *Store, log *s
 	if log == nil {
 		log = slog.Default()
 	}
+	life, endLife := context.WithCancel(context.Background())
 	return &Service{
+		life:       life,
+		endLife:    endLife,
+		checkSem:   make(chan struct{}, checkLimit),
 		cfg:        cfg,
 		reg:        reg,
 		check:      check,
@@ -299,6 +313,7 @@ func (s *Service) Close() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.endLife()
 	s.wg.Wait()
 }
 
@@ -345,7 +360,8 @@ func (s *Service) scanLoop(ctx context.Context) {
 			return
 		case <-s.kick:
 		}
-		s.Scan(ctx)
+		// Checks finish on their own: the loop never waits for one.
+		s.scan(ctx)
 	}
 }
 
@@ -389,7 +405,7 @@ func (s *Service) drop(name string) {
 type scan struct {
 	res      ScanResult
 	problems [][]string // per source
-	checks   []checkJob
+	checks   []*checkJob
 }
 
 type checkJob struct {
@@ -397,7 +413,10 @@ type checkJob struct {
 	source   int
 	updated  bool // already counted as updated
 	register bool // auto_register: register on success, else offer for approval
-	err      error
+	// done is closed when the result is applied (or dropped); res then
+	// holds what it changed.
+	done chan struct{}
+	res  ScanResult
 }
 
 func (sc *scan) problem(src int, subject string, err error) {
@@ -406,10 +425,27 @@ func (sc *scan) problem(src int, subject string, err error) {
 }
 
 // Scan lists every source and brings registrations in line with what they
-// found (hangar_discover).
+// found, and waits for the health checks it started (hangar_discover).
 func (s *Service) Scan(ctx context.Context) ScanResult {
+	r, jobs := s.scan(ctx)
+	for _, j := range jobs {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return r
+		}
+		r.RegisteredCount += j.res.RegisteredCount
+		r.QuarantinedCount += j.res.QuarantinedCount
+		r.ErrorCount += j.res.ErrorCount
+	}
+	return r
+}
+
+// scan is Scan without waiting for the checks: their results are applied
+// as they come, each under the scan lock.
+func (s *Service) scan(ctx context.Context) (ScanResult, []*checkJob) {
 	if err := s.lock(ctx); err != nil {
-		return ScanResult{ErrorCount: 1, SourceResults: map[string]int{}}
+		return ScanResult{ErrorCount: 1, SourceResults: map[string]int{}}, nil
 	}
 	defer s.unlock()
 
@@ -457,7 +493,7 @@ func (s *Service) Scan(ctx context.Context) ScanResult {
 		f := byName[name]
 		s.reconcile(ctx, sc, f.cand, f.source)
 	}
-	s.runChecks(ctx, sc)
+	jobs := s.startChecks(sc.checks)
 
 	// What a source that answered no longer lists is gone.
 	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
@@ -504,7 +540,7 @@ func (s *Service) Scan(ctx context.Context) ScanResult {
 	if s.OnScan != nil {
 		s.OnScan(r)
 	}
-	return r
+	return r, jobs
 }
 
 func (s *Service) listAll(ctx context.Context) ([]Listing, []error) {
@@ -592,11 +628,15 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 		updated, e = true, nil
 	}
 
+	if e != nil && e.status == checking && (!sameAddress(e.cand.Spec, c.Spec) || e.cand.ContainerID != c.ContainerID) {
+		// Moved while being checked: that check is of the old address.
+		e = nil
+	}
 	if e != nil && e.cand.Fingerprint == c.Fingerprint {
-		// Still pending or quarantined; keep the decision, take the new
-		// address.
+		// Still pending, quarantined or being checked; keep the decision,
+		// take the new address.
 		if e.source != src || !sameAddress(e.cand.Spec, c.Spec) || e.cand.ContainerID != c.ContainerID {
-			s.set(name, &entry{cand: c, source: src, status: e.status, since: e.since, reason: e.reason})
+			s.set(name, &entry{cand: c, source: src, status: e.status, since: e.since, reason: e.reason, check: e.check})
 		}
 		return
 	}
@@ -626,7 +666,9 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 	// check would attach to a container's stdin (which a server may take
 	// as its one session) or start an image nobody approved.
 	if s.cfg.Security.RequireHealthCheck && s.check != nil && (s.cfg.AutoRegister || c.Spec.Mode == config.ModeRemote) {
-		sc.checks = append(sc.checks, checkJob{cand: c, source: src, updated: updated, register: s.cfg.AutoRegister})
+		job := &checkJob{cand: c, source: src, updated: updated, register: s.cfg.AutoRegister, done: make(chan struct{})}
+		s.set(name, &entry{cand: c, source: src, status: checking, since: s.now(), check: job})
+		sc.checks = append(sc.checks, job)
 		return
 	}
 	if s.cfg.AutoRegister {
@@ -679,42 +721,71 @@ func (s *Service) register(sc *scan, c Candidate, src int, updated bool) {
 		FieldFingerprint, c.Fingerprint)
 }
 
-// runChecks health-checks the auto-registered candidates in parallel, then
-// registers or quarantines each.
-func (s *Service) runChecks(ctx context.Context, sc *scan) {
-	var g errgroup.Group
-	g.SetLimit(checkLimit)
-	for i := range sc.checks {
-		job := &sc.checks[i]
-		g.Go(func() error {
-			job.err = s.healthCheck(ctx, job.cand.Spec)
-			return nil
-		})
-	}
-	_ = g.Wait()
-	for _, job := range sc.checks {
-		c := job.cand
-		switch {
-		case job.err == nil && job.register:
-			s.register(sc, c, job.source, job.updated)
-		case job.err == nil:
-			s.offer(c, job.source)
-		case s.cfg.Security.QuarantineOnFailure:
-			now := s.now()
-			reason := ReasonHealthCheckFailed + ": " + job.err.Error()
-			s.set(c.Name, &entry{cand: c, source: job.source, status: quarantined, since: now, reason: reason})
-			if err := s.store.SetQuarantine(c.Name, QuarantineRecord{Fingerprint: c.Fingerprint, Source: c.Source,
-				Reason: reason, QuarantinedAt: now}); err != nil {
-				s.log.Error("quarantine not saved; it will not survive a restart", FieldServer, c.Name, FieldError, err)
+// startChecks runs each job's health check in a goroutine the service
+// owns, at most checkLimit at once, and applies its result under the scan
+// lock when it is done: a scan never waits for a check.
+func (s *Service) startChecks(jobs []*checkJob) []*checkJob {
+	for _, job := range jobs {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(job.done)
+			select {
+			case s.checkSem <- struct{}{}:
+			case <-s.life.Done():
+				return
 			}
-			sc.res.QuarantinedCount++
-			s.log.Warn("quarantined discovered MCP server", FieldServer, c.Name, FieldSource, c.Source, FieldReason, reason)
-		default:
-			s.drop(c.Name)
-			sc.problem(job.source, c.Name, fmt.Errorf("%s: %w", ReasonHealthCheckFailed, job.err))
-			s.log.Warn("discovered MCP server failed its health check; not registered", FieldServer, c.Name, FieldError, job.err)
-		}
+			err := s.healthCheck(s.life, job.cand.Spec)
+			<-s.checkSem
+			if s.life.Err() != nil {
+				return // closing: no verdict
+			}
+			s.finishCheck(job, err)
+		}()
 	}
+	return jobs
+}
+
+// finishCheck applies a check's result, unless the candidate changed or
+// went away meanwhile (then the job's result is dropped).
+func (s *Service) finishCheck(job *checkJob, checkErr error) {
+	if err := s.lock(s.life); err != nil {
+		return
+	}
+	defer s.unlock()
+	e := s.entries[job.cand.Name]
+	if e == nil || e.status != checking || e.check != job {
+		return
+	}
+	c, src := e.cand, e.source
+	sc := &scan{res: ScanResult{}, problems: make([][]string, len(s.sources))}
+	switch {
+	case checkErr == nil && job.register:
+		s.register(sc, c, src, job.updated)
+	case checkErr == nil:
+		s.offer(c, src)
+	case s.cfg.Security.QuarantineOnFailure:
+		now := s.now()
+		reason := ReasonHealthCheckFailed + ": " + checkErr.Error()
+		s.set(c.Name, &entry{cand: c, source: src, status: quarantined, since: now, reason: reason})
+		if err := s.store.SetQuarantine(c.Name, QuarantineRecord{Fingerprint: c.Fingerprint, Source: c.Source,
+			Reason: reason, QuarantinedAt: now}); err != nil {
+			s.log.Error("quarantine not saved; it will not survive a restart", FieldServer, c.Name, FieldError, err)
+		}
+		sc.res.QuarantinedCount++
+		s.log.Warn("quarantined discovered MCP server", FieldServer, c.Name, FieldSource, c.Source, FieldReason, reason)
+	default:
+		s.drop(c.Name)
+		sc.problem(src, c.Name, fmt.Errorf("%s: %w", ReasonHealthCheckFailed, checkErr))
+		s.log.Warn("discovered MCP server failed its health check; not registered", FieldServer, c.Name, FieldError, checkErr)
+	}
+	// Problems found here show in hangar_sources until the next scan.
+	s.mu.Lock()
+	for i, ps := range sc.problems {
+		s.status[i].problems = append(slices.Clone(s.status[i].problems), ps...)
+	}
+	s.mu.Unlock()
+	job.res = sc.res
 }
 
 // healthCheck retries the check for a short grace: a container is seen the
@@ -829,7 +900,7 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 	defer s.unlock()
 
 	e := s.entries[name]
-	if e == nil || e.status == registered {
+	if e == nil || e.status == registered || e.status == checking {
 		return fail(errors.New(notFoundPrefix + name))
 	}
 	if err := s.refusal(name); err != nil {

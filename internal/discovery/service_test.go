@@ -943,3 +943,32 @@ func TestOnlyRunningHTTPCandidatesArePreChecked(t *testing.T) {
 		t.Errorf("pending %v", got)
 	}
 }
+
+// A check in flight holds no scan: a container that appears meanwhile is
+// offered at once; the slow one is decided when its check ends.
+func TestChecksDoNotBlockTheScanLoop(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(SourceDocker, ModeAdditive)
+	src.set(nil, nil, cand("slow", "f1", "10.0.0.1"))
+	started, release := make(chan struct{}), make(chan struct{})
+	check := func(ctx context.Context, spec *config.Server) error {
+		if spec.ID == "slow" {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}
+	s := New(discCfg(), newFakeRegistry(), check, nil, quietLog(), src)
+	s.Start(t.Context())
+	defer s.Close()
+	<-started
+
+	src.set(nil, nil, cand("slow", "f1", "10.0.0.1"), cand("quick", "f2", "10.0.0.2"))
+	src.changes <- struct{}{}
+	waitFor(t, "quick offered while slow is checked", func() bool { return slices.Equal(pendingNames(s), []string{"quick"}) })
+	close(release)
+	waitFor(t, "slow offered after its check", func() bool { return slices.Equal(pendingNames(s), []string{"quick", "slow"}) })
+}

@@ -900,6 +900,13 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 	defer s.unlock()
 
 	e := s.entries[name]
+	if e != nil && e.status == registered {
+		// Claimed already; listed as refused while something else holds
+		// the name.
+		if err := s.refusal(name); err != nil {
+			return fail(fmt.Errorf("refused: %w", err))
+		}
+	}
 	if e == nil || e.status == registered || e.status == checking {
 		return fail(errors.New(notFoundPrefix + name))
 	}

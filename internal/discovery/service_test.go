@@ -914,6 +914,9 @@ func TestRefusedCandidates(t *testing.T) {
 	if p := s.Pending(); len(p) != 1 || p[0].Status != StatusRefused || p[0].Reason != reason {
 		t.Errorf("shadowed claim: pending = %+v", p)
 	}
+	if r := s.Approve(ctx, "math"); r.Approved || r.Error != "refused: "+reason {
+		t.Errorf("approve of a shadowed claim = %+v", r)
+	}
 }
 
 // Without auto_register, only candidates reachable where they run (HTTP

@@ -39,7 +39,8 @@ discovery:
   enabled: true
   auto_register: true
   sources: [{type: docker, mode: additive}]
-`, member))
+data_dir: %s
+`, member, t.TempDir()))
 	s := connect(t, g.MCPURL)
 
 	id := discContainer(t, cli, member, map[string]string{
@@ -77,12 +78,13 @@ discovery:
 // quarantined with the reason.
 func TestDiscoveryPendingHandshakeFailsQuarantined(t *testing.T) {
 	cli := discClient(t)
-	g := startGateway(t, `
+	g := startGateway(t, fmt.Sprintf(`
 discovery:
   enabled: true
   auto_register: false
   sources: [{type: docker, mode: additive}]
-`)
+data_dir: %s
+`, t.TempDir()))
 	s := connect(t, g.MCPURL)
 
 	ok, broken := discName("disc-precheck-ok"), discName("disc-precheck-broken")

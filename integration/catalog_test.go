@@ -5,6 +5,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +125,37 @@ data_dir: %s
 	// Offered, not registered.
 	if d, isErr, _ := s.call(t, "hangar_details", map[string]any{"mcp_server": ok}); !isErr {
 		t.Errorf("a pending candidate is served: %v", d)
+	}
+}
+
+// A hot-load whose ID is a group's is refused, and the hangar_load answer
+// says which group holds it; nothing is started.
+func TestHotloadGroupIDRefused(t *testing.T) {
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(catalog, []byte(hotloadCatalog), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, fmt.Sprintf(`
+mcp_servers:
+  testkit:
+    mode: group
+    members:
+      - {id: testkit-a, mode: docker, image: mcp-hangar/testkit:dev}
+registry:
+  url: ""
+  catalog_file: %q
+  verified_namespaces: ["io.github.mcp-hangar/"]
+`, catalog))
+	s := connect(t, g.MCPURL)
+
+	ans := s.mustCall(t, "hangar_load", map[string]any{"name": "io.github.mcp-hangar/testkit"})
+	if str(ans, "status") != "failed" || !strings.Contains(str(ans, "message"), "mcp server id testkit is reserved: it is the id of group testkit") {
+		t.Errorf("hangar_load = %v, want failed naming the group", ans)
+	}
+	if rt := runtimeServers(t, s.mustCall(t, "hangar_list", nil)); len(rt) != 0 {
+		t.Errorf("runtime_mcp_servers = %v, want none", rt)
+	}
+	if n := countContainers(t, g.Instance, ""); n != 0 {
+		t.Errorf("%d containers after a refused load, want 0", n)
 	}
 }

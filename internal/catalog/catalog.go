@@ -131,6 +131,7 @@ type Catalog struct {
 // view is what is served and what is refused.
 type view struct {
 	served  map[string]Entry
+	sorted  []Entry              // served, by ID: List is read on every hangar_list
 	refused map[refusalKey]error // *RefusedError, or why applying failed
 }
 
@@ -213,15 +214,12 @@ func (c *Catalog) Get(id string) (Entry, bool) {
 	return e, ok
 }
 
-// List returns every served entry, members included, sorted by ID.
+// List returns every served entry, members included, sorted by ID. The
+// slice is shared: do not modify it.
 func (c *Catalog) List() []Entry {
 	c.viewMu.RLock()
 	defer c.viewMu.RUnlock()
-	out := make([]Entry, 0, len(c.view.served))
-	for _, id := range slices.Sorted(maps.Keys(c.view.served)) {
-		out = append(out, c.view.served[id])
-	}
-	return out
+	return c.view.sorted
 }
 
 // RefusalOf returns why src's claim on id is not served; nil when it is
@@ -340,6 +338,9 @@ func (c *Catalog) reconcile(ctx context.Context, reason string, graceful bool) B
 		}
 	}
 
+	for _, id := range slices.Sorted(maps.Keys(nv.served)) {
+		nv.sorted = append(nv.sorted, nv.served[id])
+	}
 	c.viewMu.Lock()
 	c.view = nv
 	c.viewMu.Unlock()

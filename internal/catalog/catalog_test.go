@@ -417,3 +417,51 @@ func TestNotificationsBatch(t *testing.T) {
 		t.Errorf("member change = %+v", m)
 	}
 }
+
+// blockingRuntime's retire waits for release: a graceful stop in progress.
+type blockingRuntime struct {
+	*fakeRuntime
+	stopping chan struct{}
+	release  chan struct{}
+}
+
+func (b blockingRuntime) Remove(id string) (func(context.Context, string, bool) error, bool) {
+	retire, ok := b.fakeRuntime.Remove(id)
+	if !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, reason string, graceful bool) error {
+		close(b.stopping)
+		<-b.release
+		return retire(ctx, reason, graceful)
+	}, true
+}
+
+// Readers do not wait for a stop in progress: they see the state before
+// the change until it is applied.
+func TestReadsDuringAStop(t *testing.T) {
+	t.Parallel()
+	rt := blockingRuntime{newFakeRuntime(), make(chan struct{}), make(chan struct{})}
+	c := New(rt, nil)
+	c.Publish(t.Context(), SourceConfig, []*config.Server{srv("a", "1")}, "start")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.PublishSets(t.Context(), Publication{Sets: map[Source][]*config.Server{SourceConfig: nil}, Reason: "reload", Graceful: true})
+	}()
+	<-rt.stopping
+	if e, ok := c.Get("a"); !ok || e.Source != SourceConfig {
+		t.Errorf("Get(a) during the stop = %+v %v", e, ok)
+	}
+	if l := c.List(); len(l) != 1 {
+		t.Errorf("List during the stop = %+v", l)
+	}
+	if err := c.Check(SourceDiscovery, "a"); !errors.Is(err, ErrShadowed) {
+		t.Errorf("Check during the stop = %v", err)
+	}
+	close(rt.release)
+	<-done
+	if _, ok := c.Get("a"); ok {
+		t.Error("a still served after the stop")
+	}
+}

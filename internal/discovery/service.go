@@ -570,10 +570,6 @@ func uniq(a, b string) []string {
 	return []string{a, b}
 }
 
-func isDiscoveryOrigin(origin string) bool {
-	return origin == SourceDocker || origin == SourceFilesystem
-}
-
 // sameAddress: the fingerprint leaves out where a container is reached (its
 // IP, its ID), so a restarted container keeps its approval but must be
 // re-registered at its new address.

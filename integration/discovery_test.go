@@ -119,6 +119,9 @@ func (r *discRegistry) Deregister(_ context.Context, id string) error {
 	return nil
 }
 
+// Refusal: nothing else claims names here.
+func (r *discRegistry) Refusal(string) error { return nil }
+
 func (r *discRegistry) Registered(id string) bool { return r.get(id) != nil }
 
 func (r *discRegistry) Origin(id string) string {

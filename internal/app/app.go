@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,21 +131,13 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.Gateway.Store = a.Store
-	for _, id := range sortedIDs(cfg) {
-		s := cfg.Servers[id]
-		if s.Mode != config.ModeGroup {
-			a.Providers.Add(s)
-			continue
-		}
-		// Validation keeps every member ID unique; this is a last guard.
-		if _, err := a.Gateway.Groups.Add(s); err != nil {
-			log.Error("group not served", "group", id, "error", err)
-		}
-	}
+	// The catalog registers every configured provider and group (with
+	// its members); validation keeps their IDs unique, and a refusal here
+	// is logged by the catalog.
+	a.Gateway.PublishConfig(ctx, cfg, "start", false)
 	if cfg.Registry.Enabled() {
-		taken := func(id string) bool { _, ok := a.Gateway.Groups.Get(id); return ok }
 		loader := mcpregistry.NewLoader(cfg.Registry, mcpregistry.NewClient(cfg.Registry, log.With("component", "registry")),
-			mcpregistry.Providers{M: a.Providers, Taken: taken}, log.With("component", "hotload"))
+			mcpregistry.Providers{M: a.Providers, Catalog: a.Gateway.Catalog}, log.With("component", "hotload"))
 		loader.Execution = cfg.Execution
 		a.Gateway.HotLoad = loader
 	}
@@ -216,8 +206,6 @@ func (a *App) reconcile() {
 		a.Log.Info("reconciled: removed untracked containers", "count", n)
 	}
 }
-
-func sortedIDs(cfg *config.Config) []string { return slices.Sorted(maps.Keys(cfg.Servers)) }
 
 // ServeHTTP serves the endpoint on ln until ctx ends, then drains: new
 // requests are refused, requests in flight get drainTimeout to finish.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/discovery"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -13,36 +15,26 @@ import (
 // an authoritative source no longer sees.
 const ReasonDiscoveryRemoved = "discovery_removed"
 
-// registry lets discovery register and deregister providers.
-type registry struct{ m *provider.Manager }
+// discoveryClaims lets discovery claim names in the catalog (source
+// discovery); the catalog decides whether each is served.
+type discoveryClaims struct{ c *catalog.Catalog }
 
-var _ discovery.Registry = registry{}
+var _ discovery.Registry = discoveryClaims{}
 
-func (r registry) Register(s *config.Server) error {
-	if _, ok := r.m.AddIfAbsent(s); !ok {
-		return fmt.Errorf("mcp server %s already exists", s.ID)
-	}
+func (r discoveryClaims) Register(s *config.Server) error {
+	return r.c.Put(context.Background(), catalog.SourceDiscovery, s, "discovered")
+}
+
+func (r discoveryClaims) Deregister(ctx context.Context, id string) error {
+	r.c.Delete(ctx, catalog.SourceDiscovery, id, ReasonDiscoveryRemoved)
 	return nil
 }
 
-func (r registry) Deregister(ctx context.Context, id string) error {
-	p, ok := r.m.Remove(id)
-	if !ok {
-		return nil
+func (r discoveryClaims) Refusal(id string) error {
+	if err := r.c.RefusalOf(catalog.SourceDiscovery, id); err != nil {
+		return err
 	}
-	return p.Retire(ctx, ReasonDiscoveryRemoved, false)
-}
-
-func (r registry) Registered(id string) bool {
-	_, ok := r.m.Get(id)
-	return ok
-}
-
-func (r registry) Origin(id string) string {
-	if p, ok := r.m.Get(id); ok {
-		return p.Spec().Origin
-	}
-	return ""
+	return r.c.Check(catalog.SourceDiscovery, id)
 }
 
 // startDiscovery builds the discovery service the config asks for and
@@ -59,15 +51,36 @@ func (a *App) startDiscovery(ctx context.Context, launcher provider.Launcher) er
 		return err
 	}
 	check := func(ctx context.Context, spec *config.Server) error {
+		if spec.Mode == config.ModeRemote && spec.Transport == config.TransportHTTP {
+			return handshake(ctx, spec)
+		}
 		p := provider.New(spec, launcher, provider.Options{Log: a.Log})
 		defer func() { _ = p.Retire(context.WithoutCancel(ctx), "discovery_health_check", false) }()
 		_, err := p.Start(ctx)
 		return err
 	}
-	svc := discovery.New(cfg, registry{a.Providers}, check, store, a.Log.With("component", "discovery"), srcs...)
+	svc := discovery.New(cfg, discoveryClaims{a.Gateway.Catalog}, check, store, a.Log.With("component", "discovery"), srcs...)
 	svc.OnScan = func(r discovery.ScanResult) { a.Metrics.DiscoveryScan(r.Duration, r.ErrorCount) }
 	a.discovery = svc
 	a.Gateway.Discovery = svc
 	svc.Start(ctx)
+	return nil
+}
+
+// handshake checks an HTTP candidate where its labels say it listens: an
+// MCP handshake and tools/list, nothing started or attached.
+func handshake(ctx context.Context, spec *config.Server) error {
+	tr, err := mcpconn.HTTP(spec.Endpoint, spec.Headers, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", spec.Endpoint, err)
+	}
+	conn, err := mcpconn.Connect(ctx, tr, "")
+	if err != nil {
+		return fmt.Errorf("mcp handshake with %s: %w", spec.Endpoint, err)
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.ListTools(ctx); err != nil {
+		return fmt.Errorf("tools/list at %s: %w", spec.Endpoint, err)
+	}
 	return nil
 }

@@ -30,7 +30,7 @@ func defaults() *Config {
 		},
 		Discovery: Discovery{
 			RefreshInterval: 30 * time.Second,
-			Security:        DiscoverySecurity{QuarantineOnFailure: true},
+			Security:        DiscoverySecurity{RequireHealthCheck: true, QuarantineOnFailure: true},
 		},
 		Batch: Batch{
 			MaxCalls:                 100,

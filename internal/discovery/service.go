@@ -90,17 +90,19 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Subject + ": " + p.Err.Error() }
 
-// Registry is where discovered servers are registered: the gateway's
-// provider manager.
+// Registry is where discovered servers are claimed: the gateway's catalog
+// (its discovery source), which decides whether a name is served. The
+// service keeps no list of taken IDs of its own.
 type Registry interface {
-	// Register adds a COLD server; it fails if the ID is taken.
+	// Register claims spec.ID. The claim is kept even when it is refused
+	// (a group's ID, a config server's): the error says why it is not
+	// served now, and it is served once what holds the ID goes away.
 	Register(spec *config.Server) error
-	// Deregister stops and removes a server.
+	// Deregister withdraws the claim, stopping the server if it was served.
 	Deregister(ctx context.Context, id string) error
-	Registered(id string) bool
-	// Origin is the registered server's Spec.Origin, "" for servers of the
-	// config file.
-	Origin(id string) string
+	// Refusal says why a discovered server named id is not served, or
+	// would not be if claimed; nil when it is or would be.
+	Refusal(id string) error
 }
 
 // Checker tells whether a candidate answers MCP (connect and tools/list).
@@ -118,14 +120,25 @@ type ScanResult struct {
 	SourceResults     map[string]int // source type → candidates found
 }
 
-// PendingEntry is a candidate waiting for approval.
+// PendingEntry is a candidate waiting for approval, or one that is
+// refused its name.
 type PendingEntry struct {
 	Name         string
 	Source       string
 	Mode         string // the server mode it would get: remote, docker, ...
 	DiscoveredAt time.Time
 	Fingerprint  string
+	// Status is StatusPending, or StatusRefused when the catalog does not
+	// serve the name (Reason says why: a group's ID, a config server's).
+	Status string
+	Reason string
 }
+
+// Statuses of a PendingEntry.
+const (
+	StatusPending = "pending"
+	StatusRefused = "refused"
+)
 
 // QuarantineEntry is a candidate that failed its health check.
 type QuarantineEntry struct {
@@ -161,7 +174,15 @@ type status int
 const (
 	pending status = iota
 	quarantined
+	// registered: the service claimed the name in the catalog (which may
+	// still refuse to serve it).
 	registered
+	// refused: the catalog would refuse the name; the candidate is not
+	// checked or claimed, and is decided afresh on every scan.
+	refused
+	// checking: a health check is in flight (entry.check); its result
+	// decides.
+	checking
 )
 
 // entry is the service's knowledge of one name. Entries are replaced, never
@@ -171,7 +192,8 @@ type entry struct {
 	source int // index in Service.sources
 	status status
 	since  time.Time // discovered, quarantined or registered at
-	reason string    // quarantine reason
+	reason string    // quarantine or refusal reason
+	check  *checkJob // status checking: the check in flight
 }
 
 type sourceState struct {
@@ -211,6 +233,12 @@ type Service struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 
+	// life bounds the health checks, which outlive the scan that started
+	// them; Close ends it. checkSem caps the checks in flight.
+	life     context.Context
+	endLife  context.CancelFunc
+	checkSem chan struct{}
+
 	// OnScan, when set before Start, sees every scan's result (metrics).
 	OnScan func(ScanResult)
 }
@@ -224,7 +252,11 @@ func New(cfg config.Discovery, reg Registry, check Checker, store *Store, log *s
 	if log == nil {
 		log = slog.Default()
 	}
+	life, endLife := context.WithCancel(context.Background())
 	return &Service{
+		life:       life,
+		endLife:    endLife,
+		checkSem:   make(chan struct{}, checkLimit),
 		cfg:        cfg,
 		reg:        reg,
 		check:      check,
@@ -281,6 +313,7 @@ func (s *Service) Close() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.endLife()
 	s.wg.Wait()
 }
 
@@ -327,7 +360,8 @@ func (s *Service) scanLoop(ctx context.Context) {
 			return
 		case <-s.kick:
 		}
-		s.Scan(ctx)
+		// Checks finish on their own: the loop never waits for one.
+		s.scan(ctx)
 	}
 }
 
@@ -371,14 +405,18 @@ func (s *Service) drop(name string) {
 type scan struct {
 	res      ScanResult
 	problems [][]string // per source
-	checks   []checkJob
+	checks   []*checkJob
 }
 
 type checkJob struct {
-	cand    Candidate
-	source  int
-	updated bool // already counted as updated
-	err     error
+	cand     Candidate
+	source   int
+	updated  bool // already counted as updated
+	register bool // auto_register: register on success, else offer for approval
+	// done is closed when the result is applied (or dropped); res then
+	// holds what it changed.
+	done chan struct{}
+	res  ScanResult
 }
 
 func (sc *scan) problem(src int, subject string, err error) {
@@ -387,10 +425,27 @@ func (sc *scan) problem(src int, subject string, err error) {
 }
 
 // Scan lists every source and brings registrations in line with what they
-// found (hangar_discover).
+// found, and waits for the health checks it started (hangar_discover).
 func (s *Service) Scan(ctx context.Context) ScanResult {
+	r, jobs := s.scan(ctx)
+	for _, j := range jobs {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return r
+		}
+		r.RegisteredCount += j.res.RegisteredCount
+		r.QuarantinedCount += j.res.QuarantinedCount
+		r.ErrorCount += j.res.ErrorCount
+	}
+	return r
+}
+
+// scan is Scan without waiting for the checks: their results are applied
+// as they come, each under the scan lock.
+func (s *Service) scan(ctx context.Context) (ScanResult, []*checkJob) {
 	if err := s.lock(ctx); err != nil {
-		return ScanResult{ErrorCount: 1, SourceResults: map[string]int{}}
+		return ScanResult{ErrorCount: 1, SourceResults: map[string]int{}}, nil
 	}
 	defer s.unlock()
 
@@ -438,7 +493,7 @@ func (s *Service) Scan(ctx context.Context) ScanResult {
 		f := byName[name]
 		s.reconcile(ctx, sc, f.cand, f.source)
 	}
-	s.runChecks(ctx, sc)
+	jobs := s.startChecks(sc.checks)
 
 	// What a source that answered no longer lists is gone.
 	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
@@ -485,7 +540,7 @@ func (s *Service) Scan(ctx context.Context) ScanResult {
 	if s.OnScan != nil {
 		s.OnScan(r)
 	}
-	return r
+	return r, jobs
 }
 
 func (s *Service) listAll(ctx context.Context) ([]Listing, []error) {
@@ -515,10 +570,6 @@ func uniq(a, b string) []string {
 	return []string{a, b}
 }
 
-func isDiscoveryOrigin(origin string) bool {
-	return origin == SourceDocker || origin == SourceFilesystem
-}
-
 // sameAddress: the fingerprint leaves out where a container is reached (its
 // IP, its ID), so a restarted container keeps its approval but must be
 // re-registered at its new address.
@@ -537,21 +588,14 @@ func address(s *config.Server) string {
 func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int) {
 	name := c.Name
 	e := s.entries[name]
+	prev := e
 	updated := false
-	if s.reg.Registered(name) {
-		origin := s.reg.Origin(name)
-		if !isDiscoveryOrigin(origin) {
-			what := "a server from the config file"
-			if origin != "" {
-				what = "a " + origin + " server"
-			}
-			sc.problem(src, name, fmt.Errorf("name clash with %s", what))
-			if e != nil {
-				s.drop(name)
-			}
-			return
-		}
-		if e != nil && e.status == registered && e.cand.Fingerprint == c.Fingerprint {
+	if e != nil && e.status == refused {
+		// A refusal is no decision: look again.
+		e = nil
+	}
+	if e != nil && e.status == registered {
+		if e.cand.Fingerprint == c.Fingerprint {
 			if sameAddress(e.cand.Spec, c.Spec) {
 				if e.source != src || e.cand.ContainerID != c.ContainerID {
 					s.set(name, &entry{cand: c, source: src, status: registered, since: e.since})
@@ -569,8 +613,7 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 			s.register(sc, c, src, true)
 			return
 		}
-		// Changed since it was registered (or registered by an earlier
-		// run we have no record of): it must be decided afresh.
+		// Changed since it was registered: it must be decided afresh.
 		if err := s.reg.Deregister(ctx, name); err != nil {
 			sc.problem(src, name, fmt.Errorf("deregister changed server: %w", err))
 			return
@@ -579,17 +622,17 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 		s.drop(name)
 		sc.res.UpdatedCount++
 		updated, e = true, nil
-	} else if e != nil && e.status == registered {
-		// Removed from the registry by someone else: decide afresh.
-		s.drop(name)
-		e = nil
 	}
 
+	if e != nil && e.status == checking && (!sameAddress(e.cand.Spec, c.Spec) || e.cand.ContainerID != c.ContainerID) {
+		// Moved while being checked: that check is of the old address.
+		e = nil
+	}
 	if e != nil && e.cand.Fingerprint == c.Fingerprint {
-		// Still pending or quarantined; keep the decision, take the new
-		// address.
+		// Still pending, quarantined or being checked; keep the decision,
+		// take the new address.
 		if e.source != src || !sameAddress(e.cand.Spec, c.Spec) || e.cand.ContainerID != c.ContainerID {
-			s.set(name, &entry{cand: c, source: src, status: e.status, since: e.since, reason: e.reason})
+			s.set(name, &entry{cand: c, source: src, status: e.status, since: e.since, reason: e.reason, check: e.check})
 		}
 		return
 	}
@@ -607,24 +650,63 @@ func (s *Service) reconcile(ctx context.Context, sc *scan, c Candidate, src int)
 		s.set(name, &entry{cand: c, source: src, status: quarantined, since: q.QuarantinedAt, reason: q.Reason})
 		return
 	}
+	if err := s.refusal(name); err != nil {
+		// Not worth a health check: the name cannot be served.
+		s.refuse(c, src, prev, err)
+		sc.problem(src, name, err)
+		return
+	}
+	// Checked before it is offered, so an operator approves only what
+	// answers MCP: a running container's declared port and path. Other
+	// candidates are checked only when they are registered at once: the
+	// check would attach to a container's stdin (which a server may take
+	// as its one session) or start an image nobody approved.
+	if s.cfg.Security.RequireHealthCheck && s.check != nil && (s.cfg.AutoRegister || c.Spec.Mode == config.ModeRemote) {
+		job := &checkJob{cand: c, source: src, updated: updated, register: s.cfg.AutoRegister, done: make(chan struct{})}
+		s.set(name, &entry{cand: c, source: src, status: checking, since: s.now(), check: job})
+		sc.checks = append(sc.checks, job)
+		return
+	}
 	if s.cfg.AutoRegister {
-		if s.cfg.Security.RequireHealthCheck && s.check != nil {
-			sc.checks = append(sc.checks, checkJob{cand: c, source: src, updated: updated})
-			return
-		}
 		s.register(sc, c, src, updated)
 		return
 	}
-	s.set(name, &entry{cand: c, source: src, status: pending, since: s.now()})
-	s.log.Info("discovered MCP server pending approval", FieldServer, name, FieldSource, c.Source,
+	s.offer(c, src)
+}
+
+// refusal is why the catalog would not serve a discovered server named
+// name (nil: it would).
+func (s *Service) refusal(name string) error {
+	if s.reg == nil {
+		return nil
+	}
+	return s.reg.Refusal(name)
+}
+
+// refuse records a candidate whose name the catalog refuses (the scan's
+// problem list logs it once). prev is the name's entry before this scan.
+func (s *Service) refuse(c Candidate, src int, prev *entry, err error) {
+	since := s.now()
+	if prev != nil && prev.status == refused {
+		since = prev.since
+	}
+	s.set(c.Name, &entry{cand: c, source: src, status: refused, since: since, reason: err.Error()})
+}
+
+// offer makes c a candidate pending approval.
+func (s *Service) offer(c Candidate, src int) {
+	s.set(c.Name, &entry{cand: c, source: src, status: pending, since: s.now()})
+	s.log.Info("discovered MCP server pending approval", FieldServer, c.Name, FieldSource, c.Source,
 		FieldFingerprint, c.Fingerprint)
 }
 
 func (s *Service) register(sc *scan, c Candidate, src int, updated bool) {
 	spec := *c.Spec
 	if err := s.reg.Register(&spec); err != nil {
+		// The claim stands (it is served once the name is free) and the
+		// refusal shows in hangar_discovered and hangar_sources.
+		s.set(c.Name, &entry{cand: c, source: src, status: registered, since: s.now()})
 		sc.problem(src, c.Name, fmt.Errorf("register: %w", err))
-		s.drop(c.Name)
 		return
 	}
 	s.set(c.Name, &entry{cand: c, source: src, status: registered, since: s.now()})
@@ -635,40 +717,71 @@ func (s *Service) register(sc *scan, c Candidate, src int, updated bool) {
 		FieldFingerprint, c.Fingerprint)
 }
 
-// runChecks health-checks the auto-registered candidates in parallel, then
-// registers or quarantines each.
-func (s *Service) runChecks(ctx context.Context, sc *scan) {
-	var g errgroup.Group
-	g.SetLimit(checkLimit)
-	for i := range sc.checks {
-		job := &sc.checks[i]
-		g.Go(func() error {
-			job.err = s.healthCheck(ctx, job.cand.Spec)
-			return nil
-		})
-	}
-	_ = g.Wait()
-	for _, job := range sc.checks {
-		c := job.cand
-		switch {
-		case job.err == nil:
-			s.register(sc, c, job.source, job.updated)
-		case s.cfg.Security.QuarantineOnFailure:
-			now := s.now()
-			reason := ReasonHealthCheckFailed + ": " + job.err.Error()
-			s.set(c.Name, &entry{cand: c, source: job.source, status: quarantined, since: now, reason: reason})
-			if err := s.store.SetQuarantine(c.Name, QuarantineRecord{Fingerprint: c.Fingerprint, Source: c.Source,
-				Reason: reason, QuarantinedAt: now}); err != nil {
-				s.log.Error("quarantine not saved; it will not survive a restart", FieldServer, c.Name, FieldError, err)
+// startChecks runs each job's health check in a goroutine the service
+// owns, at most checkLimit at once, and applies its result under the scan
+// lock when it is done: a scan never waits for a check.
+func (s *Service) startChecks(jobs []*checkJob) []*checkJob {
+	for _, job := range jobs {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(job.done)
+			select {
+			case s.checkSem <- struct{}{}:
+			case <-s.life.Done():
+				return
 			}
-			sc.res.QuarantinedCount++
-			s.log.Warn("quarantined discovered MCP server", FieldServer, c.Name, FieldSource, c.Source, FieldReason, reason)
-		default:
-			s.drop(c.Name)
-			sc.problem(job.source, c.Name, fmt.Errorf("%s: %w", ReasonHealthCheckFailed, job.err))
-			s.log.Warn("discovered MCP server failed its health check; not registered", FieldServer, c.Name, FieldError, job.err)
-		}
+			err := s.healthCheck(s.life, job.cand.Spec)
+			<-s.checkSem
+			if s.life.Err() != nil {
+				return // closing: no verdict
+			}
+			s.finishCheck(job, err)
+		}()
 	}
+	return jobs
+}
+
+// finishCheck applies a check's result, unless the candidate changed or
+// went away meanwhile (then the job's result is dropped).
+func (s *Service) finishCheck(job *checkJob, checkErr error) {
+	if err := s.lock(s.life); err != nil {
+		return
+	}
+	defer s.unlock()
+	e := s.entries[job.cand.Name]
+	if e == nil || e.status != checking || e.check != job {
+		return
+	}
+	c, src := e.cand, e.source
+	sc := &scan{res: ScanResult{}, problems: make([][]string, len(s.sources))}
+	switch {
+	case checkErr == nil && job.register:
+		s.register(sc, c, src, job.updated)
+	case checkErr == nil:
+		s.offer(c, src)
+	case s.cfg.Security.QuarantineOnFailure:
+		now := s.now()
+		reason := ReasonHealthCheckFailed + ": " + checkErr.Error()
+		s.set(c.Name, &entry{cand: c, source: src, status: quarantined, since: now, reason: reason})
+		if err := s.store.SetQuarantine(c.Name, QuarantineRecord{Fingerprint: c.Fingerprint, Source: c.Source,
+			Reason: reason, QuarantinedAt: now}); err != nil {
+			s.log.Error("quarantine not saved; it will not survive a restart", FieldServer, c.Name, FieldError, err)
+		}
+		sc.res.QuarantinedCount++
+		s.log.Warn("quarantined discovered MCP server", FieldServer, c.Name, FieldSource, c.Source, FieldReason, reason)
+	default:
+		s.drop(c.Name)
+		sc.problem(src, c.Name, fmt.Errorf("%s: %w", ReasonHealthCheckFailed, checkErr))
+		s.log.Warn("discovered MCP server failed its health check; not registered", FieldServer, c.Name, FieldError, checkErr)
+	}
+	// Problems found here show in hangar_sources until the next scan.
+	s.mu.Lock()
+	for i, ps := range sc.problems {
+		s.status[i].problems = append(slices.Clone(s.status[i].problems), ps...)
+	}
+	s.mu.Unlock()
+	job.res = sc.res
 }
 
 // healthCheck retries the check for a short grace: a container is seen the
@@ -718,14 +831,12 @@ func (s *Service) gone(ctx context.Context, sc *scan, name string, e *entry) {
 	if s.sources[e.source].Mode() != ModeAuthoritative {
 		return
 	}
-	if s.reg.Registered(name) && s.reg.Origin(name) == e.cand.Source {
-		if err := s.reg.Deregister(ctx, name); err != nil {
-			sc.problem(e.source, name, fmt.Errorf("deregister: %w", err))
-			return
-		}
-		sc.res.DeregisteredCount++
-		s.log.Info("deregistered discovered MCP server that is gone", FieldServer, name, FieldSource, e.cand.Source)
+	if err := s.reg.Deregister(ctx, name); err != nil {
+		sc.problem(e.source, name, fmt.Errorf("deregister: %w", err))
+		return
 	}
+	sc.res.DeregisteredCount++
+	s.log.Info("deregistered discovered MCP server that is gone", FieldServer, name, FieldSource, e.cand.Source)
 	s.drop(name)
 }
 
@@ -735,10 +846,28 @@ func (s *Service) Pending() []PendingEntry {
 	defer s.mu.RUnlock()
 	out := []PendingEntry{}
 	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
-		if e := s.entries[name]; e.status == pending {
-			out = append(out, PendingEntry{Name: name, Source: e.cand.Source, Mode: e.cand.Spec.Mode,
-				DiscoveredAt: e.since.UTC(), Fingerprint: e.cand.Fingerprint})
+		e := s.entries[name]
+		p := PendingEntry{Name: name, Source: e.cand.Source, Mode: e.cand.Spec.Mode,
+			DiscoveredAt: e.since.UTC(), Fingerprint: e.cand.Fingerprint, Status: StatusPending}
+		switch e.status {
+		case pending:
+			// A name taken since it was offered (a reload added a group).
+			if err := s.refusal(name); err != nil {
+				p.Status, p.Reason = StatusRefused, err.Error()
+			}
+		case refused:
+			p.Status, p.Reason = StatusRefused, e.reason
+		case registered:
+			// Claimed, but a source of higher precedence holds the name.
+			err := s.refusal(name)
+			if err == nil {
+				continue
+			}
+			p.Status, p.Reason = StatusRefused, err.Error()
+		default:
+			continue
 		}
+		out = append(out, p)
 	}
 	return out
 }
@@ -767,14 +896,18 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 	defer s.unlock()
 
 	e := s.entries[name]
-	if e == nil || e.status == registered {
+	if e != nil && e.status == registered {
+		// Claimed already; listed as refused while something else holds
+		// the name.
+		if err := s.refusal(name); err != nil {
+			return fail(fmt.Errorf("refused: %w", err))
+		}
+	}
+	if e == nil || e.status == registered || e.status == checking {
 		return fail(errors.New(notFoundPrefix + name))
 	}
-	if s.reg.Registered(name) {
-		if origin := s.reg.Origin(name); origin == "" {
-			return fail(errors.New("name clash with a server from the config file"))
-		}
-		return fail(errors.New("already registered"))
+	if err := s.refusal(name); err != nil {
+		return fail(fmt.Errorf("refused: %w", err))
 	}
 	// The approval is stored before anything changes: success is answered
 	// only for an approval a restart will find.
@@ -788,6 +921,8 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 		if rerr := s.store.Revoke(name); rerr != nil {
 			s.log.Error("approval of a server that failed to register not revoked", FieldServer, name, FieldError, rerr)
 		}
+		// Taken meanwhile: an approval that failed leaves no claim.
+		_ = s.reg.Deregister(context.WithoutCancel(ctx), name)
 		return fail(fmt.Errorf("register: %w", err))
 	}
 	s.set(name, &entry{cand: e.cand, source: e.source, status: registered, since: now})

@@ -64,21 +64,30 @@ func (f *fakeSource) Watch(ctx context.Context, onChange func()) {
 	}
 }
 
-// fakeRegistry records registrations; servers of the config file have
-// origin "".
+// fakeRegistry is the catalog as discovery sees it: servers of the config
+// file (origin "") take precedence over discovery's claims, which are kept
+// even when refused.
 type fakeRegistry struct {
 	mu      sync.Mutex
-	servers map[string]*config.Server
+	servers map[string]*config.Server // served: config servers and served claims
+	claims  map[string]*config.Server // discovery's claims
 	calls   []string
 	failReg error
 }
 
 func newFakeRegistry(configIDs ...string) *fakeRegistry {
-	r := &fakeRegistry{servers: map[string]*config.Server{}}
+	r := &fakeRegistry{servers: map[string]*config.Server{}, claims: map[string]*config.Server{}}
 	for _, id := range configIDs {
 		r.servers[id] = &config.Server{ID: id}
 	}
 	return r
+}
+
+func (r *fakeRegistry) refusal(id string) error {
+	if s, ok := r.servers[id]; ok && s.Origin == "" {
+		return fmt.Errorf("mcp server id %s is served from config, which takes precedence over discovery", id)
+	}
+	return nil
 }
 
 func (r *fakeRegistry) Register(spec *config.Server) error {
@@ -87,25 +96,43 @@ func (r *fakeRegistry) Register(spec *config.Server) error {
 	if r.failReg != nil {
 		return r.failReg
 	}
-	if _, ok := r.servers[spec.ID]; ok {
-		return fmt.Errorf("%s already registered", spec.ID)
+	if _, ok := r.claims[spec.ID]; ok {
+		return fmt.Errorf("%s already claimed", spec.ID)
+	}
+	r.claims[spec.ID] = spec
+	r.calls = append(r.calls, "register "+spec.ID)
+	if err := r.refusal(spec.ID); err != nil {
+		return err
 	}
 	r.servers[spec.ID] = spec
-	r.calls = append(r.calls, "register "+spec.ID)
 	return nil
 }
 
 func (r *fakeRegistry) Deregister(_ context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.servers[id]; !ok {
-		return fmt.Errorf("%s not registered", id)
+	c, ok := r.claims[id]
+	if !ok {
+		return fmt.Errorf("%s not claimed", id)
 	}
-	delete(r.servers, id)
+	delete(r.claims, id)
+	if r.servers[id] == c {
+		delete(r.servers, id)
+	}
 	r.calls = append(r.calls, "deregister "+id)
 	return nil
 }
 
+func (r *fakeRegistry) Refusal(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.servers[id]; ok && r.claims[id] == r.servers[id] {
+		return nil
+	}
+	return r.refusal(id)
+}
+
+// Registered reports whether id is served (config servers included).
 func (r *fakeRegistry) Registered(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -196,7 +223,7 @@ func TestPendingThenApprove(t *testing.T) {
 
 	wantResult(t, s.Scan(ctx), ScanResult{DiscoveredCount: 1, SourceResults: map[string]int{"docker": 1}})
 	p := s.Pending()
-	if len(p) != 1 || p[0] != (PendingEntry{Name: "api", Source: "docker", Mode: "remote", DiscoveredAt: now, Fingerprint: "f1"}) {
+	if len(p) != 1 || p[0] != (PendingEntry{Name: "api", Source: "docker", Mode: "remote", DiscoveredAt: now, Fingerprint: "f1", Status: StatusPending}) {
 		t.Fatalf("pending = %+v", p)
 	}
 	if reg.Registered("api") {
@@ -477,7 +504,7 @@ func TestConfigServersAreNeverTouched(t *testing.T) {
 	if sp := reg.spec("math"); sp.Origin != "" || sp.Endpoint != "" {
 		t.Error("config server replaced")
 	}
-	if msg := s.Sources()[0].ErrorMessage; msg != "math: name clash with a server from the config file" {
+	if msg := s.Sources()[0].ErrorMessage; msg != "math: mcp server id math is served from config, which takes precedence over discovery" {
 		t.Errorf("error_message %q", msg)
 	}
 	src.set(nil, nil)
@@ -509,6 +536,7 @@ func TestApprovalsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(discCfg(), newFakeRegistry(), failing, store, quietLog(), src)
+	s.checkGrace = 0
 	s.Scan(ctx)
 	if r := s.Approve(ctx, "api"); !r.Approved {
 		t.Fatal(r.Error)
@@ -807,4 +835,177 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// A candidate is checked before it is offered for approval: one that
+// answers is pending, one that does not is quarantined with its reason,
+// also without auto_register.
+func TestPendingCandidatesAreCheckedFirst(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cases := []struct {
+		name        string
+		cfg         func(*config.Discovery)
+		wantPending []string
+		wantQuar    []string
+		wantResult  ScanResult
+	}{
+		{"quarantine on failure", func(*config.Discovery) {}, []string{"good"}, []string{"bad"},
+			ScanResult{DiscoveredCount: 2, QuarantinedCount: 1}},
+		{"no quarantine: the failure is a source problem", func(d *config.Discovery) { d.Security.QuarantineOnFailure = false },
+			[]string{"good"}, nil, ScanResult{DiscoveredCount: 2, ErrorCount: 1}},
+		{"checks off: both offered", func(d *config.Discovery) { d.Security.RequireHealthCheck = false },
+			[]string{"bad", "good"}, nil, ScanResult{DiscoveredCount: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := newFakeSource(SourceDocker, ModeAdditive)
+			src.set(nil, nil, cand("good", "f1", "10.0.0.1"), cand("bad", "f2", "10.0.0.2"))
+			var checked atomic.Int32
+			check := func(_ context.Context, spec *config.Server) error {
+				checked.Add(1)
+				if spec.ID == "bad" {
+					return errors.New("initialize: connection refused")
+				}
+				return nil
+			}
+			reg := newFakeRegistry()
+			s := New(discCfg(tc.cfg), reg, check, nil, quietLog(), src)
+			s.checkGrace = 0
+			wantResult(t, s.Scan(ctx), tc.wantResult)
+			if got := pendingNames(s); !slices.Equal(got, tc.wantPending) {
+				t.Errorf("pending = %v, want %v", got, tc.wantPending)
+			}
+			var quar []string
+			for _, q := range s.Quarantined() {
+				quar = append(quar, q.Name)
+				if q.Reason != "health_check_failed: initialize: connection refused" {
+					t.Errorf("quarantine reason %q", q.Reason)
+				}
+			}
+			if !slices.Equal(quar, tc.wantQuar) {
+				t.Errorf("quarantined = %v, want %v", quar, tc.wantQuar)
+			}
+			if reg.Registered("good") || reg.Registered("bad") {
+				t.Error("a candidate was registered without approval")
+			}
+			// A second scan keeps the decisions without checking again.
+			n := checked.Load()
+			s.Scan(ctx)
+			if tc.wantQuar != nil && checked.Load() != n {
+				t.Errorf("checked again: %d checks, then %d", n, checked.Load())
+			}
+		})
+	}
+}
+
+// A candidate whose name the catalog refuses (a config server's, a
+// group's) is listed as refused with the reason, is never checked or
+// registered, cannot be approved, and is offered once the name is free.
+func TestRefusedCandidates(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	src := newFakeSource(SourceDocker, ModeAdditive)
+	src.set(nil, nil, cand("math", "f1", "10.0.0.1"))
+	reg := newFakeRegistry("math")
+	var checked atomic.Int32
+	s := New(discCfg(), reg, func(context.Context, *config.Server) error { checked.Add(1); return nil }, nil, quietLog(), src)
+	wantResult(t, s.Scan(ctx), ScanResult{DiscoveredCount: 1, ErrorCount: 1})
+	p := s.Pending()
+	const reason = "mcp server id math is served from config, which takes precedence over discovery"
+	if len(p) != 1 || p[0].Status != StatusRefused || p[0].Reason != reason {
+		t.Fatalf("pending = %+v", p)
+	}
+	if checked.Load() != 0 {
+		t.Error("a refused candidate was health-checked")
+	}
+	if r := s.Approve(ctx, "math"); r.Approved || r.Error != "refused: "+reason {
+		t.Errorf("approve = %+v", r)
+	}
+	if calls := reg.takeCalls(); len(calls) != 0 {
+		t.Errorf("registry calls %v", calls)
+	}
+
+	// The config server goes away: the name is free, the candidate is
+	// checked and offered.
+	reg.mu.Lock()
+	delete(reg.servers, "math")
+	reg.mu.Unlock()
+	s.Scan(ctx)
+	if p := s.Pending(); len(p) != 1 || p[0].Status != StatusPending || checked.Load() != 1 {
+		t.Fatalf("pending = %+v, checks %d", p, checked.Load())
+	}
+	if r := s.Approve(ctx, "math"); !r.Approved {
+		t.Fatalf("approve = %+v", r)
+	}
+
+	// The name is taken again (a reload): the claim stays, refused.
+	reg.mu.Lock()
+	delete(reg.servers, "math")
+	reg.servers["math"] = &config.Server{ID: "math"}
+	reg.mu.Unlock()
+	if p := s.Pending(); len(p) != 1 || p[0].Status != StatusRefused || p[0].Reason != reason {
+		t.Errorf("shadowed claim: pending = %+v", p)
+	}
+	if r := s.Approve(ctx, "math"); r.Approved || r.Error != "refused: "+reason {
+		t.Errorf("approve of a shadowed claim = %+v", r)
+	}
+}
+
+// Without auto_register, only candidates reachable where they run (HTTP
+// labels) are checked before they are offered: a file's image is not
+// started, a stdio container's stdin not taken.
+func TestOnlyRunningHTTPCandidatesArePreChecked(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(SourceFilesystem, ModeAdditive)
+	attach := cand("attached", "f3", "10.0.0.3")
+	attach.Spec.Mode, attach.Spec.Transport, attach.Spec.Endpoint, attach.Spec.AttachContainer =
+		config.ModeDocker, config.TransportStdio, "", "c0ffee"
+	src.set(nil, nil, fileCand("file", "f1"), cand("web", "f2", "10.0.0.2"), attach)
+	var checked []string
+	var mu sync.Mutex
+	check := func(_ context.Context, spec *config.Server) error {
+		mu.Lock()
+		checked = append(checked, spec.ID)
+		mu.Unlock()
+		return nil
+	}
+	s := New(discCfg(), newFakeRegistry(), check, nil, quietLog(), src)
+	s.Scan(t.Context())
+	if !slices.Equal(checked, []string{"web"}) {
+		t.Errorf("checked %v, want only web", checked)
+	}
+	if got := pendingNames(s); !slices.Equal(got, []string{"attached", "file", "web"}) {
+		t.Errorf("pending %v", got)
+	}
+}
+
+// A check in flight holds no scan: a container that appears meanwhile is
+// offered at once; the slow one is decided when its check ends.
+func TestChecksDoNotBlockTheScanLoop(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(SourceDocker, ModeAdditive)
+	src.set(nil, nil, cand("slow", "f1", "10.0.0.1"))
+	started, release := make(chan struct{}), make(chan struct{})
+	check := func(ctx context.Context, spec *config.Server) error {
+		if spec.ID == "slow" {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}
+	s := New(discCfg(), newFakeRegistry(), check, nil, quietLog(), src)
+	s.Start(t.Context())
+	defer s.Close()
+	<-started
+
+	src.set(nil, nil, cand("slow", "f1", "10.0.0.1"), cand("quick", "f2", "10.0.0.2"))
+	src.changes <- struct{}{}
+	waitFor(t, "quick offered while slow is checked", func() bool { return slices.Equal(pendingNames(s), []string{"quick"}) })
+	close(release)
+	waitFor(t, "slow offered after its check", func() bool { return slices.Equal(pendingNames(s), []string{"quick", "slow"}) })
 }

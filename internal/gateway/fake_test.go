@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -169,14 +168,9 @@ func harnessFor(t *testing.T, l *fakeLauncher, cfg *config.Config, m *metrics.Me
 	}
 	mgr := provider.NewManager(l, opts)
 	g := gateway.New(cfg, mgr, nil, m, quiet)
-	for _, id := range slices.Sorted(maps.Keys(cfg.Servers)) {
-		s := cfg.Servers[id]
-		if s.Mode == config.ModeGroup {
-			if _, err := g.Groups.Add(s); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			mgr.Add(s)
+	for _, ch := range g.PublishConfig(t.Context(), cfg, "test", false) {
+		if ch.Action == catalog.Refused {
+			t.Fatalf("%s not served: %s", ch.ID, ch.Reason)
 		}
 	}
 	c, err := client.NewInProcessClient(g.MCPServer())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/batch"
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/group"
@@ -41,7 +42,10 @@ const (
 type Gateway struct {
 	Providers *provider.Manager
 	// Groups serves the configured groups; their members are in Providers.
-	Groups    *group.Registry
+	Groups *group.Registry
+	// Catalog owns which IDs exist and applies them to Providers and
+	// Groups; the config file is its "config" and "group" sources.
+	Catalog   *catalog.Catalog
 	Cache     *batch.Cache
 	Metrics   *metrics.Metrics
 	Engine    *dockerrt.EngineState // nil when no Docker engine is used
@@ -83,6 +87,11 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 		// is full again long before ten minutes pass.
 		RateLimiter: auth.NewLimiter(10000, 10*time.Minute, nil),
 	}
+	clog := slog.New(slog.DiscardHandler)
+	if log != nil {
+		clog = log.With("component", "catalog")
+	}
+	g.Catalog = catalog.New(catalog.Apply{Providers: providers, Groups: g.Groups}, clog)
 	g.setBatchLimits(cfg)
 	return g
 }

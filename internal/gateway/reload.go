@@ -5,21 +5,17 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
 // ReasonReload is the stop reason of providers a reload removes or changes.
 const ReasonReload = "config_reload"
-
-// gracefulReloadWait bounds how long a graceful reload waits for calls in
-// flight on a provider it removes or changes.
-const gracefulReloadWait = 60 * time.Second
 
 // ReloadResult is hangar_reload_config's answer.
 type ReloadResult struct {
@@ -68,37 +64,10 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 	d := config.Diff(old, next)
 	res.Added, res.Removed, res.Updated, res.Unchanged = nonNil(d.Added), nonNil(d.Removed), nonNil(d.Updated), nonNil(d.Unchanged)
 
-	wait := context.WithoutCancel(ctx)
-	if graceful {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeout(wait, gracefulReloadWait)
-		defer cancel()
-	}
-	var eg errgroup.Group
-	eg.SetLimit(8)
-	for _, id := range slices.Concat(d.Removed, d.Updated, d.Added) {
-		// A discovered server of the same name gives way to the file.
-		if p, ok := g.Providers.Remove(id); ok {
-			eg.Go(func() error { return p.Retire(wait, ReasonReload, graceful) })
-		}
-		// A changed group is replaced whole, members included.
-		if grp, ok := g.Groups.Remove(id); ok {
-			eg.Go(func() error { return grp.Retire(wait, ReasonReload, graceful) })
-		}
-	}
-	if err := eg.Wait(); err != nil {
-		g.Log.Warn("config reload: stopping a provider", "error", err)
-	}
-	for _, id := range slices.Concat(d.Updated, d.Added) {
-		s := next.Servers[id]
-		if s.Mode != config.ModeGroup {
-			g.Providers.Add(s)
-			continue
-		}
-		if _, err := g.Groups.Add(s); err != nil {
-			g.Log.Error("config reload: group not served", "group", id, "error", err)
-		}
-	}
+	// The catalog stops what is removed or changed (gracefully: after its
+	// calls in flight), then registers what is new. A discovered or
+	// hot-loaded server of the same name gives way to the file.
+	g.PublishConfig(ctx, next, ReasonReload, graceful)
 	g.setConfig(next)
 	g.setBatchLimits(next)
 	res.Status = "success"
@@ -106,6 +75,26 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 		len(d.Added), len(d.Removed), len(d.Updated), len(d.Unchanged))
 	g.Log.Info("config reloaded", "added", d.Added, "removed", d.Removed, "updated", d.Updated)
 	return finish()
+}
+
+// PublishConfig publishes cfg's servers (source config) and groups with
+// their members (source group) to the catalog as one batch; reason is the
+// stop reason of what it removes or replaces.
+func (g *Gateway) PublishConfig(ctx context.Context, cfg *config.Config, reason string, graceful bool) catalog.Batch {
+	var servers, groups []*config.Server
+	for _, id := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		s := cfg.Servers[id]
+		if s.Mode == config.ModeGroup {
+			groups = append(groups, s)
+		} else {
+			servers = append(servers, s)
+		}
+	}
+	return g.Catalog.PublishSets(ctx, catalog.Publication{
+		Sets:     map[catalog.Source][]*config.Server{catalog.SourceConfig: servers, catalog.SourceGroup: groups},
+		Reason:   reason,
+		Graceful: graceful,
+	})
 }
 
 func nonNil(s []string) []string {

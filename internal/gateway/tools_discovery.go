@@ -34,7 +34,7 @@ func (g *Gateway) discoveryTools() []server.ServerTool {
 			mcp.WithDescription("Trigger a discovery scan across all enabled sources. Discovered MCP servers are added to the pending list for approval (unless auto_register is enabled)."),
 		), Handler: g.discover},
 		{Tool: mcp.NewTool("hangar_discovered",
-			mcp.WithDescription("List MCP servers discovered but not yet registered (pending approval)."),
+			mcp.WithDescription("List MCP servers discovered but not yet registered (pending approval), and those refused their name (status refused, with the reason)."),
 			mcp.WithReadOnlyHintAnnotation(true),
 		), Handler: g.discovered},
 		{Tool: mcp.NewTool("hangar_quarantine",
@@ -94,13 +94,20 @@ func (g *Gateway) discovered(context.Context, mcp.CallToolRequest) (*mcp.CallToo
 	}
 	pending := []map[string]any{}
 	for _, p := range d.Pending() {
-		pending = append(pending, map[string]any{
+		e := map[string]any{
 			"name":          p.Name,
 			"source":        p.Source,
 			"mode":          p.Mode,
 			"discovered_at": rfc3339(p.DiscoveredAt),
 			"fingerprint":   p.Fingerprint,
-		})
+			// Beyond seed 001: "refused" when the name is not served
+			// (a group's or a config server's), with the reason.
+			"status": p.Status,
+		}
+		if p.Reason != "" {
+			e["reason"] = p.Reason
+		}
+		pending = append(pending, e)
 	}
 	return ok(map[string]any{"pending": pending})
 }

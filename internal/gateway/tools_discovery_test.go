@@ -28,7 +28,11 @@ func (f *fakeDiscovery) Scan(context.Context) discovery.ScanResult {
 }
 
 func (f *fakeDiscovery) Pending() []discovery.PendingEntry {
-	return []discovery.PendingEntry{{Name: "new-api", Source: "docker", Mode: "remote", DiscoveredAt: when, Fingerprint: "abc123"}}
+	return []discovery.PendingEntry{
+		{Name: "new-api", Source: "docker", Mode: "remote", DiscoveredAt: when, Fingerprint: "abc123", Status: discovery.StatusPending},
+		{Name: "pool-1", Source: "docker", Mode: "remote", DiscoveredAt: when, Fingerprint: "def456", Status: discovery.StatusRefused,
+			Reason: "mcp server id pool-1 is reserved: it is a member of group pool"},
+	}
 }
 
 func (f *fakeDiscovery) Quarantined() []discovery.QuarantineEntry {
@@ -142,7 +146,8 @@ func TestDiscoveryToolsAnswers(t *testing.T) {
 	}
 
 	out, _ = callTool(t, g, "hangar_discovered", nil)
-	if got := jsonOf(out); got != `{"pending":[{"discovered_at":"2026-01-15T09:30:00Z","fingerprint":"abc123","mode":"remote","name":"new-api","source":"docker"}]}` {
+	if got := jsonOf(out); got != `{"pending":[{"discovered_at":"2026-01-15T09:30:00Z","fingerprint":"abc123","mode":"remote","name":"new-api","source":"docker","status":"pending"},`+
+		`{"discovered_at":"2026-01-15T09:30:00Z","fingerprint":"def456","mode":"remote","name":"pool-1","reason":"mcp server id pool-1 is reserved: it is a member of group pool","source":"docker","status":"refused"}]}` {
 		t.Errorf("hangar_discovered = %s", got)
 	}
 

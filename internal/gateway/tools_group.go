@@ -87,14 +87,24 @@ func groupDetails(st group.Status) map[string]any {
 // topLevel lists the providers that are not group members: the MCP
 // servers hangar_list, hangar_status, hangar_health and hangar_warm show.
 // Members are shown through their groups (and by hangar_details of their
-// own ID).
+// own ID). The catalog says which IDs exist; the manager holds their
+// providers.
 func (g *Gateway) topLevel() []*provider.Provider {
-	all := g.Providers.List()
-	out := make([]*provider.Provider, 0, len(all))
-	for _, p := range all {
-		if _, member := g.Providers.GroupOf(p.ID()); !member {
+	entries := g.Catalog.List()
+	out := make([]*provider.Provider, 0, len(entries))
+	for _, e := range entries {
+		if e.Group != "" || e.IsGroup() {
+			continue
+		}
+		if p, ok := g.Providers.Get(e.ID); ok {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// sourceOf is the catalog source an ID is served from ("" if none).
+func (g *Gateway) sourceOf(id string) string {
+	e, _ := g.Catalog.Get(id)
+	return string(e.Source)
 }

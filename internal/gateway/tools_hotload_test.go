@@ -16,7 +16,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	hangarcatalog "github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/registry"
@@ -270,7 +272,8 @@ func TestHotloadEndToEnd(t *testing.T) {
 	}
 	cfg := config.Registry{CatalogFile: catalog, VerifiedNamespaces: []string{"io.github.acme/"}, MaxHotLoaded: 2, IdleTTL: time.Minute}
 	m := provider.NewManager(hotLauncher{}, provider.Options{})
-	loader := registry.NewLoader(cfg, registry.NewClient(cfg, nil), registry.Providers{M: m}, nil)
+	cat := hangarcatalog.New(hangarcatalog.Apply{Providers: m, Groups: group.NewRegistry(m, group.Options{})}, nil)
+	loader := registry.NewLoader(cfg, registry.NewClient(cfg, nil), registry.Providers{M: m, Catalog: cat}, nil)
 	c := hotClient(t, func() HotLoader { return loader })
 
 	ans, isErr, text := hotCall(t, c, "hangar_load", map[string]any{"name": "testkit", "deny_tools": []any{"env"}})

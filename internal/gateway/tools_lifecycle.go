@@ -9,7 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -72,7 +72,8 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	}
 	servers := []map[string]any{}
 	for _, p := range g.topLevel() {
-		if p.Spec().Origin == config.OriginRegistry {
+		source := g.sourceOf(p.ID())
+		if source == string(catalog.SourceHotload) {
 			continue // in runtime_mcp_servers
 		}
 		s := p.Snapshot()
@@ -88,6 +89,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 			"health_status":    healthStatus(s),
 			"tools_predefined": p.Predefined(),
 			"description":      p.Spec().Description,
+			"source":           source,
 		})
 	}
 	// The filter applies to groups too; only cold and degraded are also
@@ -199,7 +201,8 @@ func (g *Gateway) status(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallT
 	healthy := 0
 	var lines []string
 	for _, p := range g.topLevel() {
-		if p.Spec().Origin == config.OriginRegistry {
+		source := g.sourceOf(p.ID())
+		if source == string(catalog.SourceHotload) {
 			continue // in runtime_mcp_servers
 		}
 		s := p.Snapshot()

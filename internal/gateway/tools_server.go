@@ -115,6 +115,7 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		"last_error":   nilIfEmpty(s.LastError),
 		"stderr_tail":  s.Stderr,
 		"idle_ttl_s":   spec.IdleTTL.Seconds(),
+		"source":       g.sourceOf(id),
 	}
 	pol := p.Policy()
 	return ok(map[string]any{

@@ -380,13 +380,24 @@ func (l *Loader) prune() {
 	if !ok {
 		return
 	}
+	var gone []string
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for id, h := range l.loaded {
 		if _, origin, exists := in.Inspect(id); !exists || origin != config.OriginRegistry {
 			delete(l.loaded, id)
+			gone = append(gone, id)
 			l.log.Warn("hot-loaded server removed outside hangar_unload", "mcp_server", id, "name", h.name)
 		}
+	}
+	l.mu.Unlock()
+	// Withdraw the claim too, so that it is not served again when what
+	// took its ID goes away.
+	for _, id := range gone {
+		dctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		if err := l.reg.Deregister(dctx, id); err != nil {
+			l.log.Warn("withdrawing a hot-loaded server", "mcp_server", id, "error", err)
+		}
+		cancel()
 	}
 }
 

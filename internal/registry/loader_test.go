@@ -66,11 +66,15 @@ func (f *fakeReg) Register(s *config.Server) error {
 	return nil
 }
 
+// Deregister withdraws the hot-load claim only, like the catalog: a server
+// of another origin that took the ID stays.
 func (f *fakeReg) Deregister(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.specs, id)
-	delete(f.states, id)
+	if s := f.specs[id]; s != nil && s.Origin == config.OriginRegistry {
+		delete(f.specs, id)
+		delete(f.states, id)
+	}
 	f.deregistered = append(f.deregistered, id)
 	return nil
 }
@@ -345,6 +349,11 @@ func TestLoaderPrune(t *testing.T) {
 	}
 	if reg.spec("fs") == nil {
 		t.Error("Unload removed the configured server")
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if !slices.Contains(reg.deregistered, "fs") {
+		t.Error("the pruned server's hot-load claim was not withdrawn")
 	}
 }
 

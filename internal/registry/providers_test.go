@@ -11,7 +11,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -56,12 +58,18 @@ func TestProvidersRegistrar(t *testing.T) {
 	t.Parallel()
 	launcher := &memLauncher{}
 	m := provider.NewManager(launcher, provider.Options{})
-	m.Add(&config.Server{ID: "math", Mode: config.ModeDocker, Image: "img"})
-	reg := Providers{M: m, Taken: func(id string) bool { return id == "pool" }}
+	cat := catalog.New(catalog.Apply{Providers: m, Groups: group.NewRegistry(m, group.Options{})}, nil)
+	cat.Publish(context.Background(), catalog.SourceConfig, []*config.Server{{ID: "math", Mode: config.ModeDocker, Image: "img"}}, "test")
+	cat.Publish(context.Background(), catalog.SourceGroup, []*config.Server{{ID: "pool", Mode: config.ModeGroup,
+		Members: []*config.Server{{ID: "pool-a", Mode: config.ModeDocker, Image: "img"}}}}, "test")
+	reg := Providers{M: m, Catalog: cat}
 
-	for _, id := range []string{"math", "pool"} {
-		if err := reg.Register(&config.Server{ID: id}); !errors.Is(err, ErrIDTaken) {
-			t.Errorf("Register(%s) = %v, want ErrIDTaken", id, err)
+	if err := reg.Register(&config.Server{ID: "math"}); !errors.Is(err, ErrIDTaken) {
+		t.Errorf("Register(math) = %v, want ErrIDTaken", err)
+	}
+	for _, id := range []string{"pool", "pool-a"} {
+		if err := reg.Register(&config.Server{ID: id}); errors.Is(err, ErrIDTaken) || !errors.Is(err, catalog.ErrReserved) {
+			t.Errorf("Register(%s) = %v, want ErrReserved", id, err)
 		}
 	}
 	l := NewLoader(config.Registry{MaxHotLoaded: 5}, &fakeSearch{entries: []Entry{
@@ -73,8 +81,13 @@ func TestProvidersRegistrar(t *testing.T) {
 	if res.Status != StatusLoaded || res.MCPServer != "math-2" || !slices.Equal(res.Tools, []string{"echo", "sleep"}) {
 		t.Fatalf("Load(math) = %+v, want math-2 with the policy's tools", res)
 	}
-	if res := l.Load(context.Background(), "pool", false, nil, nil); res.MCPServer != "pool-2" {
-		t.Errorf("Load(pool) = %+v, want pool-2 (pool is a group)", res)
+	// A group's ID is reserved: the load is refused and says why.
+	if res := l.Load(context.Background(), "pool", false, nil, nil); res.Status != StatusFailed ||
+		!strings.Contains(res.Message, "reserved: it is the id of group pool") {
+		t.Errorf("Load(pool) = %+v, want a refusal naming the group", res)
+	}
+	if e, ok := cat.Get("math-2"); !ok || e.Source != catalog.SourceHotload {
+		t.Errorf("catalog entry math-2 = %+v %v", e, ok)
 	}
 	p, ok := m.Get("math-2")
 	if !ok || p.Spec().Origin != config.OriginRegistry || p.State() != provider.Ready {
@@ -83,7 +96,7 @@ func TestProvidersRegistrar(t *testing.T) {
 	if st, origin, ok := reg.Inspect("math"); !ok || origin != "" || st != "cold" {
 		t.Errorf("Inspect(math) = %s %q %v", st, origin, ok)
 	}
-	if rt := l.Runtime(); len(rt) != 2 || rt[0].ID != "math-2" || rt[0].State != "ready" {
+	if rt := l.Runtime(); len(rt) != 1 || rt[0].ID != "math-2" || rt[0].State != "ready" {
 		t.Errorf("Runtime = %+v", rt)
 	}
 

@@ -53,6 +53,7 @@ func defaults() *Config {
 			MaxHotLoaded:       20,
 			IdleTTL:            300 * time.Second,
 		},
+		Images:  Images{Pull: PullIfNotPresent, AllowedRegistries: []string{"*"}},
 		DataDir: defaultDataDir,
 	}
 }

@@ -150,7 +150,7 @@ func (p *Puller) run(ctx context.Context, f *flight, auth string) {
 		delete(p.flights, f.ref)
 	}
 	final := f.last
-	final.Done = true
+	final.Ref, final.Done = f.ref, true
 	watchers := make([]func(Progress), 0, len(f.watch))
 	for _, w := range f.watch {
 		watchers = append(watchers, w)

@@ -36,6 +36,14 @@ type Launcher interface {
 	Launch(ctx context.Context, spec *config.Server) (Backend, error)
 }
 
+// Preparer is an optional Launcher step run on the caller's context before
+// a start: fetching an image can take long, and must stop when every caller
+// waiting for it has given up, while the start itself runs on the
+// provider's own context. Launchers without it start directly.
+type Preparer interface {
+	Prepare(ctx context.Context, spec *config.Server) error
+}
+
 // Events receives state changes and lifecycle facts (metrics, logs).
 type Events interface {
 	// StateChanged reports a transition; from is "" when the provider was
@@ -200,6 +208,9 @@ func (p *Provider) backoff(n int) time.Duration {
 // the backend, so idle collection can never take it away in between; the
 // caller must then call done.
 func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, error) {
+	if err := p.prepare(ctx); err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	// attempted: this caller started, or waited for, a start; if that start
 	// failed, its failure is the answer, not a reason to start again.
@@ -262,6 +273,32 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 		p.mu.Lock()
 		attempted = true
 	}
+}
+
+// prepare runs the launcher's Preparer when a start may follow. Its failure
+// is the answer to this call and shows as the last error; it does not
+// count as a failed start (nothing was started).
+func (p *Provider) prepare(ctx context.Context) error {
+	pr, ok := p.launcher.(Preparer)
+	if !ok {
+		return nil
+	}
+	p.mu.Lock()
+	running := p.state == Ready || p.state == Initializing || (p.state == Degraded && p.inst != nil)
+	p.mu.Unlock()
+	if running {
+		return nil
+	}
+	if err := pr.Prepare(ctx, p.spec); err != nil {
+		e := &Error{Kind: KindStartFailed, ID: p.id, Detail: err.Error(), Err: err}
+		if ctx.Err() == nil {
+			p.mu.Lock()
+			p.lastErr = e
+			p.mu.Unlock()
+		}
+		return e
+	}
+	return nil
 }
 
 func (p *Provider) unavailable(format string, a ...any) error {

@@ -51,8 +51,12 @@ type App struct {
 	Providers *provider.Manager
 	Runtime   *dockerrt.Runtime
 	Engine    *dockerrt.EngineState
-	Metrics   *metrics.Metrics
-	Log       *slog.Logger
+	// Images is the gate every docker start passes (pull policy, allowed
+	// registries, signatures, digest pins). Its Pins and Quarantine are
+	// nil until the store is wired.
+	Images  *backend.ImageGate
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
@@ -109,7 +113,13 @@ func New(cfg *config.Config, o Options) (*App, error) {
 
 	a.Metrics = metrics.New()
 	a.selfNets = a.selfNetworks(ctx)
-	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork()}
+	a.Images = &backend.ImageGate{
+		Engine:   dockerrt.NewImages(cli, cfg.Images.AllowedRegistries, log.With("component", "images")),
+		Global:   cfg.Images,
+		Verifier: dockerrt.CosignVerifier{},
+		Log:      log.With("component", "images"),
+	}
+	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(), Images: a.Images}
 	a.Providers = provider.NewManager(launcher, provider.Options{
 		Log:    log,
 		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
@@ -117,6 +127,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	a.Gateway.Images = a.Images
 	for _, id := range sortedIDs(cfg) {
 		s := cfg.Servers[id]
 		if s.Mode != config.ModeGroup {

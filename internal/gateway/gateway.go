@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/batch"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
@@ -48,6 +49,8 @@ type Gateway struct {
 	// HotLoad serves hangar_load and hangar_unload; nil when hot-loading
 	// is off (registry.url and registry.catalog_file both empty).
 	HotLoad HotLoader
+	// Images shows image pulls and digests; nil when no engine is used.
+	Images  ImageInfo
 	Log     *slog.Logger
 	Started time.Time
 
@@ -139,6 +142,7 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(g.correlate),
+		server.WithToolHandlerMiddleware(backend.ProgressTokenMiddleware),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
 	)
 	for _, t := range g.tools() {

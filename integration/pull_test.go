@@ -68,8 +68,33 @@ func startRegistry(t *testing.T, user, pass string) *testRegistry {
 		inner.ServeHTTP(w, req)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() {
+		// Registered first, so it runs last: after the gateways that
+		// pulled from this registry are gone.
+		_ = srv.Close()
+		r.removeLocalRefs(t)
+	})
 	return r
+}
+
+// removeLocalRefs removes every tag and digest reference the engine holds
+// for this registry (pulls leave repo@digest behind); the images stay
+// while other tags (mcp-hangar/math:dev) hold them.
+func (r *testRegistry) removeLocalRefs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := docker.ImageList(ctx, client.ImageListOptions{})
+	if err != nil {
+		t.Logf("list images: %v", err)
+		return
+	}
+	for _, im := range list.Items {
+		for _, ref := range append(im.RepoTags, im.RepoDigests...) {
+			if strings.HasPrefix(ref, r.Host+"/") {
+				removeImageTag(t, ref)
+			}
+		}
+	}
 }
 
 // manifestGets counts requests for repo's manifest by tag.

@@ -419,3 +419,50 @@ func TestPullRegistryCredentials(t *testing.T) {
 		t.Errorf("hangar_details shows the registry password")
 	}
 }
+
+// TestPullHotLoad: hangar_load of an oci package pulls its image from the
+// registry it names, under the allow-list; one from a registry not allowed
+// is refused before any pull.
+func TestPullHotLoad(t *testing.T) {
+	t.Parallel()
+	reg := startRegistry(t, "", "")
+	tag := uniqueTag()
+	reg.push(t, "mcp-hangar/math:dev", "hangar-test/math", tag)
+	before := reg.manifestGets("hangar-test/math", tag)
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	entry := func(name, identifier string) string {
+		return fmt.Sprintf(`{"name": "io.github.mcp-hangar/%s", "description": "math", "version": %q,
+  "packages": [{"registryType": "oci", "identifier": %q, "version": %q, "transport": {"type": "stdio"}}]}`,
+			name, tag, identifier, tag)
+	}
+	doc := "[" + entry("pulled-math", reg.Host+"/hangar-test/math") + ",\n" + entry("elsewhere-math", "registry.invalid/hangar-test/math") + "]"
+	if err := os.WriteFile(catalog, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, fmt.Sprintf(`
+images: {allowed_registries: ["127.0.0.1:*"]}
+registry:
+  url: ""
+  catalog_file: %q
+  verified_namespaces: ["io.github.mcp-hangar/"]
+`, catalog))
+	s := connect(t, g.MCPURL)
+	requireHotloadTools(t, s)
+
+	ans, _, text := s.call(t, "hangar_load", map[string]any{"name": "pulled-math"})
+	if str(ans, "status") != "loaded" {
+		t.Fatalf("hangar_load(pulled-math) = %s", text)
+	}
+	id := str(ans, "mcp_server")
+	if r := s.callOne(t, id, "add", map[string]any{"a": 20, "b": 22}); fmt.Sprint(r["result"]) != "42" {
+		t.Errorf("add on the hot-loaded server = %v", r)
+	}
+	if n := reg.manifestGets("hangar-test/math", tag) - before; n != 1 {
+		t.Errorf("%d manifest requests for the hot-loaded image, want 1 (pulled once)", n)
+	}
+
+	_, _, text = s.call(t, "hangar_load", map[string]any{"name": "elsewhere-math"})
+	if !strings.Contains(text, "registry.invalid") || !strings.Contains(text, "images.allowed_registries") {
+		t.Errorf("hangar_load from a registry not allowed = %s, want a refusal naming it and the setting", text)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -464,5 +465,45 @@ registry:
 	_, _, text = s.call(t, "hangar_load", map[string]any{"name": "elsewhere-math"})
 	if !strings.Contains(text, "registry.invalid") || !strings.Contains(text, "images.allowed_registries") {
 		t.Errorf("hangar_load from a registry not allowed = %s, want a refusal naming it and the setting", text)
+	}
+}
+
+// TestPullConfigCheck: `hangar config check` names the images that are
+// neither present nor pullable, and only those, without pulling.
+func TestPullConfigCheck(t *testing.T) {
+	t.Parallel()
+	reg := startRegistry(t, "", "")
+	tag := uniqueTag()
+	pullable, _ := reg.push(t, "mcp-hangar/math:dev", "hangar-test/math", tag)
+	missing := reg.Host + "/hangar-test/missing:" + tag
+	path := writeConfig(t, fmt.Sprintf(`
+mcp_servers:
+  local: {mode: docker, image: mcp-hangar/math:dev, pull: never}
+  pullable: {mode: docker, image: %q}
+  missing: {mode: docker, image: %q}
+  absent: {mode: docker, image: %q, pull: never}
+`, pullable, missing, pullable))
+	out, err := exec.Command(hangarBin, "config", "check", path).CombinedOutput()
+	if err == nil {
+		t.Fatalf("config check passed with a missing image:\n%s", out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		"mcp_servers.missing.image: image " + missing + " not found in registry " + reg.Host,
+		"mcp_servers.absent.image: image " + pullable + " is not present on the Docker engine and its pull policy is never",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("config check output lacks %q:\n%s", want, text)
+		}
+	}
+	for _, ok := range []string{"mcp_servers.local.", "mcp_servers.pullable."} {
+		if strings.Contains(text, ok) {
+			t.Errorf("config check reports %s, which is fine:\n%s", ok, text)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := docker.ImageInspect(ctx, pullable); !isNotFound(err) {
+		t.Errorf("config check pulled %s (inspect: %v)", pullable, err)
 	}
 }

@@ -266,3 +266,13 @@ func serverCreds(s *config.Server) (*dockerrt.RegistryCreds, error) {
 	}
 	return &dockerrt.RegistryCreds{Username: s.RegistryAuth.Username, Password: strings.TrimRight(string(b), "\r\n")}, nil
 }
+
+// Available reports whether s's image is on the engine or could be pulled
+// from its registry, without pulling (hangar config check).
+func (g *ImageGate) Available(ctx context.Context, s *config.Server) error {
+	creds, err := serverCreds(s)
+	if err != nil {
+		return err
+	}
+	return g.Engine.Check(ctx, s.Image, s.PullPolicy(g.Global), creds)
+}

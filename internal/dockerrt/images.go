@@ -225,7 +225,7 @@ func (im *Images) Inspect(ctx context.Context, ref ImageRef) (Resolved, error) {
 // Check reports whether image is present or could be pulled, without
 // pulling: the engine asks the registry for the manifest (distribution
 // inspect). It is what `hangar config check` runs.
-func (im *Images) Check(ctx context.Context, image string, own *RegistryCreds) error {
+func (im *Images) Check(ctx context.Context, image, policy string, own *RegistryCreds) error {
 	ref, err := ParseImage(image)
 	if err != nil {
 		return err
@@ -235,6 +235,9 @@ func (im *Images) Check(ctx context.Context, image string, own *RegistryCreds) e
 	}
 	if _, err := im.Inspect(ctx, ref); err == nil {
 		return nil
+	}
+	if policy == PullNever {
+		return &ImageError{Kind: ErrPullNever, Image: image, Registry: ref.Registry}
 	}
 	creds, err := im.credsFor(ref.Registry, own)
 	if err != nil {

@@ -551,12 +551,15 @@ func TestCheckWithoutPulling(t *testing.T) {
 	t.Parallel()
 	f := newFakeEngine()
 	im := newTestImages(f)
-	if err := im.Check(t.Context(), testRef, nil); err != nil {
+	if err := im.Check(t.Context(), testRef, "", nil); err != nil {
 		t.Errorf("pullable image: %v", err)
 	}
 	f.distErr = errors.New("errors:\nmanifest unknown: manifest unknown")
-	if err := im.Check(t.Context(), testRef, nil); !errors.Is(err, ErrImageNotFound) {
+	if err := im.Check(t.Context(), testRef, "", nil); !errors.Is(err, ErrImageNotFound) {
 		t.Errorf("missing image: %v, want not found", err)
+	}
+	if err := im.Check(t.Context(), testRef, PullNever, nil); !errors.Is(err, ErrPullNever) {
+		t.Errorf("missing image with pull never: %v", err)
 	}
 	if f.pulls.Load() != 0 {
 		t.Error("Check pulled")

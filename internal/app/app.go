@@ -128,6 +128,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.Gateway.Images = a.Images
+	a.Images.Settings = func() config.Images { return a.Gateway.Config().Images }
 	for _, id := range sortedIDs(cfg) {
 		s := cfg.Servers[id]
 		if s.Mode != config.ModeGroup {

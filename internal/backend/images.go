@@ -47,6 +47,9 @@ type SignatureVerifier interface {
 type ImageGate struct {
 	Engine *dockerrt.Images
 	Global config.Images
+	// Settings, when set, is read at every start instead of Global, so a
+	// config reload's images section applies to the next start.
+	Settings func() config.Images
 	// Pins records and compares approved digests; nil turns pinning off.
 	Pins DigestPins
 	// Quarantine is told about refused images; nil: the start fails only.
@@ -114,10 +117,12 @@ func (g *ImageGate) Check(ctx context.Context, s *config.Server) (dockerrt.Resol
 	if err != nil {
 		return dockerrt.Resolved{}, err
 	}
+	global := g.global()
 	req := dockerrt.ImageRequest{
-		Image:  s.Image,
-		Policy: s.PullPolicy(g.Global),
-		Creds:  creds,
+		Image:   s.Image,
+		Policy:  s.PullPolicy(global),
+		Creds:   creds,
+		Allowed: global.AllowedRegistries,
 	}
 	notify := ProgressNotifier(ctx)
 	req.OnProgress = func(p dockerrt.Progress) {
@@ -131,7 +136,7 @@ func (g *ImageGate) Check(ctx context.Context, s *config.Server) (dockerrt.Resol
 	if err != nil {
 		return res, err
 	}
-	if v := s.VerifyPolicy(g.Global); v != nil {
+	if v := s.VerifyPolicy(global); v != nil {
 		if err := g.verify(ctx, s, res, v, creds); err != nil {
 			return res, err
 		}
@@ -143,6 +148,13 @@ func (g *ImageGate) Check(ctx context.Context, s *config.Server) (dockerrt.Resol
 	g.stateOf(s.ID).resolved = res
 	g.mu.Unlock()
 	return res, nil
+}
+
+func (g *ImageGate) global() config.Images {
+	if g.Settings != nil {
+		return g.Settings()
+	}
+	return g.Global
 }
 
 func (g *ImageGate) stateOf(server string) *imageState {
@@ -274,5 +286,5 @@ func (g *ImageGate) Available(ctx context.Context, s *config.Server) error {
 	if err != nil {
 		return err
 	}
-	return g.Engine.Check(ctx, s.Image, s.PullPolicy(g.Global), creds)
+	return g.Engine.Check(ctx, s.Image, s.PullPolicy(g.global()), creds)
 }

@@ -432,3 +432,32 @@ func TestPullProgressParams(t *testing.T) {
 		}
 	}
 }
+
+// TestGateFollowsReloadedSettings: the allow-list and pull policy of the
+// current config apply at the next start, before any pull.
+func TestGateFollowsReloadedSettings(t *testing.T) {
+	t.Parallel()
+	e := newEngine()
+	e.remote[ref] = img(idA, digestA)
+	g, _, _ := newGate(t, e)
+	var mu sync.Mutex
+	cur := config.Images{AllowedRegistries: []string{"ghcr.io"}}
+	g.Settings = func() config.Images { mu.Lock(); defer mu.Unlock(); return cur }
+
+	_, err := g.Check(t.Context(), dockerServer("math", ""))
+	if !errors.Is(err, dockerrt.ErrImageNotAllowed) || e.pulls != 0 {
+		t.Fatalf("image from a registry not allowed: %v (pulls %d)", err, e.pulls)
+	}
+	mu.Lock()
+	cur = config.Images{AllowedRegistries: []string{"127.0.0.1:*"}, Pull: config.PullNever}
+	mu.Unlock()
+	if _, err := g.Check(t.Context(), dockerServer("math", "")); !errors.Is(err, dockerrt.ErrPullNever) {
+		t.Fatalf("after reload with pull never: %v", err)
+	}
+	mu.Lock()
+	cur.Pull = config.PullIfNotPresent
+	mu.Unlock()
+	if _, err := g.Check(t.Context(), dockerServer("math", "")); err != nil || e.pulls != 1 {
+		t.Fatalf("after reload allowing it: %v (pulls %d)", err, e.pulls)
+	}
+}

@@ -74,6 +74,9 @@ type ImageRequest struct {
 	Creds *RegistryCreds
 	// OnProgress receives throttled pull progress; must not block.
 	OnProgress func(Progress)
+	// Allowed overrides the registry globs given to NewImages (a reload
+	// changes them); nil keeps those.
+	Allowed []string
 }
 
 // ImageRef is a parsed, normalised image reference.
@@ -135,7 +138,11 @@ func (im *Images) Ensure(ctx context.Context, req ImageRequest) (Resolved, error
 	if err != nil {
 		return Resolved{}, err
 	}
-	if !Allowed(im.allowed, ref.Registry) {
+	allowed := im.allowed
+	if req.Allowed != nil {
+		allowed = req.Allowed
+	}
+	if !Allowed(allowed, ref.Registry) {
 		return Resolved{}, &ImageError{Kind: ErrImageNotAllowed, Image: req.Image, Registry: ref.Registry}
 	}
 	policy := req.Policy

@@ -3,11 +3,13 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -404,9 +406,25 @@ func TestProgressNotifications(t *testing.T) {
 			t.Errorf("notification for another call: %v", n.Params.AdditionalFields)
 		}
 	}
-	first := got[0].Params.AdditionalFields
-	if first["progressToken"] != "tok-1" || !strings.Contains(first["message"].(string), "50%") {
-		t.Errorf("first notification %v", first)
+	// Announced at once, then by bytes, never going back.
+	if msg := got[0].Params.AdditionalFields["message"]; msg != "pulling image "+ref {
+		t.Errorf("first notification says %v", msg)
+	}
+	half, prev := false, -1.0
+	for _, n := range got {
+		f := n.Params.AdditionalFields
+		p, err := strconv.ParseFloat(fmt.Sprint(f["progress"]), 64)
+		if err != nil {
+			t.Fatalf("progress %v is not a number", f["progress"])
+		}
+		if p < prev {
+			t.Errorf("progress went back: %v", got)
+		}
+		prev = p
+		half = half || strings.Contains(f["message"].(string), "50%")
+	}
+	if !half {
+		t.Errorf("no notification at 50%%: %v", got)
 	}
 	last := got[len(got)-1].Params.AdditionalFields
 	if !strings.Contains(last["message"].(string), "pulled image "+ref) {

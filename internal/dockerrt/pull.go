@@ -100,10 +100,18 @@ func (p *Puller) Pull(ctx context.Context, req PullRequest) error {
 	f.waiters++
 	w := f.nextW
 	f.nextW++
+	var first Progress
 	if req.OnProgress != nil {
 		f.watch[w] = req.OnProgress
+		first = f.last
+		first.Ref = f.ref
 	}
 	p.mu.Unlock()
+	if req.OnProgress != nil {
+		// At once, so a caller (and hangar_status) knows a pull is under
+		// way before the registry sends its first byte.
+		req.OnProgress(first)
+	}
 
 	select {
 	case <-f.done:

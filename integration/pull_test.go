@@ -23,7 +23,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-hangar/hangar/internal/dockerrt/cosigntest"
@@ -39,6 +43,9 @@ type testRegistry struct {
 
 	mu        sync.Mutex
 	manifests map[string]int // "/v2/<repo>/manifests/<ref>" → GET and HEAD requests
+	// slowBlobs makes blob downloads crawl (about 256 KiB/s), so a pull
+	// lasts long enough to be watched.
+	slowBlobs bool
 }
 
 func startRegistry(t *testing.T, user, pass string) *testRegistry {
@@ -66,6 +73,12 @@ func startRegistry(t *testing.T, user, pass string) *testRegistry {
 			r.manifests[req.URL.Path]++
 			r.mu.Unlock()
 		}
+		r.mu.Lock()
+		slow := r.slowBlobs
+		r.mu.Unlock()
+		if slow && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			w = slowWriter{w}
+		}
 		inner.ServeHTTP(w, req)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -76,6 +89,27 @@ func startRegistry(t *testing.T, user, pass string) *testRegistry {
 		r.removeLocalRefs(t)
 	})
 	return r
+}
+
+// slowWriter writes 32 KiB every 125 ms.
+type slowWriter struct{ http.ResponseWriter }
+
+func (s slowWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), 32<<10)
+		m, err := s.ResponseWriter.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		if f, ok := s.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		p = p[k:]
+		time.Sleep(125 * time.Millisecond)
+	}
+	return n, nil
 }
 
 // removeLocalRefs removes every tag and digest reference the engine holds
@@ -505,5 +539,104 @@ mcp_servers:
 	defer cancel()
 	if _, err := docker.ImageInspect(ctx, pullable); !isNotFound(err) {
 		t.Errorf("config check pulled %s (inspect: %v)", pullable, err)
+	}
+}
+
+// TestPullProgress: while a cold start pulls, hangar_status shows the
+// server pulling, and the call that caused it (with a progress token)
+// gets notifications/progress with growing byte counts.
+func TestPullProgress(t *testing.T) {
+	t.Parallel()
+	reg := startRegistry(t, "", "")
+	// An image of its own layers (not runnable: the start fails after the
+	// pull, which is all this test needs), so the engine must download.
+	img, err := random.Image(768<<10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Host + "/hangar-test/progress:" + uniqueTag()
+	if _, err := cosigntest.Push(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	reg.mu.Lock()
+	reg.slowBlobs = true
+	reg.mu.Unlock()
+
+	g := startGateway(t, fmt.Sprintf("mcp_servers:\n  slow: {mode: docker, image: %q, start_timeout_s: 120}\n", ref))
+	var mu sync.Mutex
+	var progress []map[string]any
+	tr, err := transport.NewStreamableHTTP(g.MCPURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			mu.Lock()
+			progress = append(progress, n.Params.AdditionalFields)
+			mu.Unlock()
+		}
+	})
+	caller := startSession(t, c)
+	watcher := connect(t, g.MCPURL)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "hangar_tools"
+		req.Params.Arguments = map[string]any{"mcp_server": "slow"}
+		req.Params.Meta = &mcp.Meta{ProgressToken: "pull-1"}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, _ = caller.CallTool(ctx, req)
+	}()
+
+	var seen map[string]any
+	deadline := time.Now().Add(60 * time.Second)
+	for seen == nil && time.Now().Before(deadline) {
+		st := watcher.mustCall(t, "hangar_status", nil)
+		servers, _ := st["mcp_servers"].([]any)
+		for _, sv := range servers {
+			if m, _ := sv.(map[string]any); str(m, "id") == "slow" && m["pulling"] != nil {
+				seen, _ = m["pulling"].(map[string]any)
+				if !strings.Contains(str(st, "formatted"), "pulling image") {
+					t.Errorf("hangar_status formatted does not show the pull: %s", str(st, "formatted"))
+				}
+			}
+		}
+		select {
+		case <-done:
+			deadline = time.Now()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if seen == nil || str(seen, "image") != ref {
+		t.Errorf("hangar_status never showed slow pulling %s (last: %v)", ref, seen)
+	}
+	<-done
+
+	mu.Lock()
+	defer mu.Unlock()
+	var last float64
+	withBytes := 0
+	for _, p := range progress {
+		if p["progressToken"] != "pull-1" {
+			t.Errorf("progress for another token: %v", p)
+		}
+		v, _ := p["progress"].(float64)
+		if v < last {
+			t.Errorf("progress went back: %v", progress)
+		}
+		last = v
+		if _, ok := p["total"]; ok && v > 0 {
+			withBytes++
+		}
+	}
+	if withBytes < 1 || len(progress) < 3 {
+		t.Errorf("progress notifications %v: want the announcement, byte counts and the end", progress)
+	}
+	if n := len(progress); n > 0 && !strings.HasPrefix(fmt.Sprint(progress[n-1]["message"]), "pulled image") {
+		t.Errorf("last progress %v, want the pull's end", progress[n-1])
 	}
 }

@@ -43,6 +43,8 @@ type testRegistry struct {
 
 	mu        sync.Mutex
 	manifests map[string]int // "/v2/<repo>/manifests/<ref>" → GET and HEAD requests
+	// aborted counts blob downloads whose client went away.
+	aborted int
 	// slowBlobs makes blob downloads crawl (about 256 KiB/s), so a pull
 	// lasts long enough to be watched.
 	slowBlobs bool
@@ -77,7 +79,7 @@ func startRegistry(t *testing.T, user, pass string) *testRegistry {
 		slow := r.slowBlobs
 		r.mu.Unlock()
 		if slow && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
-			w = slowWriter{w}
+			w = slowWriter{w, req.Context(), func() { r.mu.Lock(); r.aborted++; r.mu.Unlock() }}
 		}
 		inner.ServeHTTP(w, req)
 	}), ReadHeaderTimeout: 10 * time.Second}
@@ -91,12 +93,21 @@ func startRegistry(t *testing.T, user, pass string) *testRegistry {
 	return r
 }
 
-// slowWriter writes 32 KiB every 125 ms.
-type slowWriter struct{ http.ResponseWriter }
+// slowWriter writes 32 KiB every 125 ms, and reports (once) a client
+// that went away.
+type slowWriter struct {
+	http.ResponseWriter
+	ctx     context.Context
+	onAbort func()
+}
 
 func (s slowWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
+		if s.ctx.Err() != nil {
+			s.onAbort()
+			return n, s.ctx.Err()
+		}
 		k := min(len(p), 32<<10)
 		m, err := s.ResponseWriter.Write(p[:k])
 		n += m
@@ -216,8 +227,18 @@ func TestPullFirstCallPullsAndAnswers(t *testing.T) {
 images: {allowed_registries: ["127.0.0.1:*"]}
 mcp_servers:
   math: {mode: docker, image: %q}
-`, ref))
+  pinned: {mode: docker, image: %q, pull: always}
+`, ref, reg.Host+"/hangar-test/math@"+digest))
 	s := connect(t, g.MCPURL)
+
+	// By digest: pulled by that digest, and it answers.
+	if r := s.callOne(t, "pinned", "add", map[string]any{"a": 1, "b": 1}); r["success"] != true {
+		t.Errorf("add on image@digest = %v", r)
+	}
+	if n := reg.manifestGets("hangar-test/math", digest); n < 1 {
+		t.Errorf("image@digest was not pulled by its digest")
+	}
+
 	r := s.callOne(t, "math", "add", map[string]any{"a": 2, "b": 3})
 	if r["success"] != true || fmt.Sprint(r["result"]) != "5" {
 		t.Fatalf("add on a pulled image = %v", r)
@@ -230,6 +251,7 @@ mcp_servers:
 	if str(meta, "image_digest") != digest || !strings.HasPrefix(str(meta, "image_id"), "sha256:") || meta["pulling"] != nil {
 		t.Errorf("hangar_details meta = %v, want image_digest %s, an image_id, not pulling", meta, digest)
 	}
+
 }
 
 // TestPullSixteenColdStartsOnePull: sixteen servers on one image, called
@@ -305,6 +327,13 @@ func (d *memDigests) ImageDigest(_ context.Context, server string) (store.ImageD
 		return store.ImageDigest{}, store.ErrNotFound
 	}
 	return v, nil
+}
+
+func (d *memDigests) DeleteImageDigest(_ context.Context, server string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.m, server)
+	return nil
 }
 
 func (d *memDigests) PutImageDigest(_ context.Context, v store.ImageDigest) error {
@@ -542,25 +571,70 @@ mcp_servers:
 	}
 }
 
-// TestPullProgress: while a cold start pulls, hangar_status shows the
-// server pulling, and the call that caused it (with a progress token)
-// gets notifications/progress with growing byte counts.
-func TestPullProgress(t *testing.T) {
-	t.Parallel()
-	reg := startRegistry(t, "", "")
-	// An image of its own layers (not runnable: the start fails after the
-	// pull, which is all this test needs), so the engine must download.
-	img, err := random.Image(768<<10, 1)
+// slowImage pushes an image of its own random layers (not runnable: a
+// start fails after the pull) to reg and turns on slow blob downloads, so
+// the engine must download it, slowly.
+func slowImage(t *testing.T, reg *testRegistry, repo string, size int64) string {
+	t.Helper()
+	img, err := random.Image(size, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := reg.Host + "/hangar-test/progress:" + uniqueTag()
+	ref := reg.Host + "/hangar-test/" + repo + ":" + uniqueTag()
 	if _, err := cosigntest.Push(ref, img); err != nil {
 		t.Fatal(err)
 	}
 	reg.mu.Lock()
 	reg.slowBlobs = true
 	reg.mu.Unlock()
+	return ref
+}
+
+// TestPullCancelledWithItsCall: a cold call that gives up mid-pull stops
+// the download (the engine drops its connection to the registry), and the
+// server is no longer shown pulling.
+func TestPullCancelledWithItsCall(t *testing.T) {
+	t.Parallel()
+	reg := startRegistry(t, "", "")
+	ref := slowImage(t, reg, "cancel", 4<<20)
+	g := startGateway(t, fmt.Sprintf("mcp_servers:\n  slow: {mode: docker, image: %q, start_timeout_s: 300}\n", ref))
+	s := connect(t, g.MCPURL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, _, _, err := s.callE(ctx, "hangar_tools", map[string]any{"mcp_server": "slow"})
+	if err == nil {
+		t.Fatal("a 16 s pull finished within the call's 2 s")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		reg.mu.Lock()
+		aborted := reg.aborted
+		reg.mu.Unlock()
+		if aborted > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the registry download went on after the only caller gave up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := s.mustCall(t, "hangar_status", nil)
+	servers, _ := st["mcp_servers"].([]any)
+	for _, sv := range servers {
+		if m, _ := sv.(map[string]any); str(m, "id") == "slow" && m["pulling"] != nil {
+			t.Errorf("slow still shown pulling after its pull was cancelled: %v", m)
+		}
+	}
+}
+
+// TestPullProgress: while a cold start pulls, hangar_status shows the
+// server pulling, and the call that caused it (with a progress token)
+// gets notifications/progress with growing byte counts.
+func TestPullProgress(t *testing.T) {
+	t.Parallel()
+	reg := startRegistry(t, "", "")
+	ref := slowImage(t, reg, "progress", 768<<10)
 
 	g := startGateway(t, fmt.Sprintf("mcp_servers:\n  slow: {mode: docker, image: %q, start_timeout_s: 120}\n", ref))
 	var mu sync.Mutex

@@ -27,7 +27,10 @@ const (
 type DigestPins interface {
 	ImageDigest(ctx context.Context, server string) (store.ImageDigest, error)
 	PutImageDigest(ctx context.Context, d store.ImageDigest) error
+	DeleteImageDigest(ctx context.Context, server string) error
 }
+
+var _ DigestPins = store.Digests(nil)
 
 // Quarantiner puts a server in quarantine until an operator approves it
 // again; the lead wires it to the catalog's quarantine (store.Decisions).
@@ -185,9 +188,8 @@ func (g *ImageGate) setPulling(server string, p dockerrt.Progress) {
 func pinned(s *config.Server) bool { return s.PinDigest || s.Origin != "" }
 
 // checkPin compares the digest the reference resolves to with the one
-// recorded at approval. The first start after an approval records it; a
-// different one later quarantines the server until approved again (the
-// approval must delete the record: see ReapproveImage).
+// recorded at approval (Approve), or at the first start when none was; a
+// different one later quarantines the server until approved again.
 func (g *ImageGate) checkPin(ctx context.Context, s *config.Server, res dockerrt.Resolved) error {
 	if g.Pins == nil || !pinned(s) {
 		return nil
@@ -207,6 +209,25 @@ func (g *ImageGate) checkPin(ctx context.Context, s *config.Server, res dockerrt
 	detail := fmt.Sprintf("image %s now resolves to %s, but %s was approved; approve the server again to accept the new image",
 		res.Ref.Full, res.Digest, rec.Digest)
 	return g.refuse(ctx, s, ReasonImageChanged, detail)
+}
+
+// Approve records the digest s's image resolves to on the engine now as
+// the approved one; call it when an operator approves (or approves again,
+// after image_changed) a server. When the image is not on the engine yet,
+// the record is cleared and the first start records what it pulls.
+func (g *ImageGate) Approve(ctx context.Context, s *config.Server) error {
+	if g.Pins == nil || !pinned(s) || s.Image == "" {
+		return nil
+	}
+	ref, err := dockerrt.ParseImage(s.Image)
+	if err != nil {
+		return err
+	}
+	res, err := g.Engine.Inspect(ctx, ref)
+	if err != nil {
+		return g.Pins.DeleteImageDigest(ctx, s.ID)
+	}
+	return g.Pins.PutImageDigest(ctx, store.ImageDigest{Server: s.ID, Ref: res.Ref.Full, Digest: res.Digest, ApprovedAt: time.Now()})
 }
 
 // RefusedError is an image the gate refused; Reason is the quarantine

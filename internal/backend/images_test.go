@@ -112,6 +112,13 @@ func (p *pins) PutImageDigest(_ context.Context, d store.ImageDigest) error {
 	return nil
 }
 
+func (p *pins) DeleteImageDigest(_ context.Context, server string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, server)
+	return nil
+}
+
 type quarantine struct {
 	mu      sync.Mutex
 	reasons map[string]string
@@ -211,6 +218,44 @@ func TestDigestPin(t *testing.T) {
 				t.Errorf("quarantined with %q, want image_changed", got)
 			}
 		})
+	}
+}
+
+// TestApproveAcceptsTheNewImage: after image_changed, approving the server
+// again records the new digest and it starts.
+func TestApproveAcceptsTheNewImage(t *testing.T) {
+	t.Parallel()
+	e := newEngine()
+	e.remote[ref] = img(idA, digestA)
+	g, p, _ := newGate(t, e)
+	s := dockerServer("math", config.OriginRegistry)
+	s.Pull = config.PullAlways
+	if _, err := g.Check(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	e.remote[ref] = img(idB, digestB)
+	if _, err := g.Check(t.Context(), s); err == nil {
+		t.Fatal("moved tag accepted")
+	}
+	if err := g.Approve(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.ImageDigest(t.Context(), "math"); d.Digest != digestB {
+		t.Errorf("approved digest %s, want %s", d.Digest, digestB)
+	}
+	if _, err := g.Check(t.Context(), s); err != nil {
+		t.Fatalf("after approval: %v", err)
+	}
+	// Approving a server whose image is not on the engine clears the
+	// record: its first start records what it pulls.
+	s2 := dockerServer("other", config.OriginRegistry)
+	s2.Image = "127.0.0.1:5000/team/other:1"
+	_ = p.PutImageDigest(t.Context(), store.ImageDigest{Server: "other", Ref: s2.Image, Digest: digestA})
+	if err := g.Approve(t.Context(), s2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ImageDigest(t.Context(), "other"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("record kept for an image not on the engine: %v", err)
 	}
 }
 

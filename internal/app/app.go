@@ -260,6 +260,7 @@ func (a *App) Close(ctx context.Context) error {
 	}
 	a.cancel()
 	a.wg.Wait()
+	a.Images.Engine.Puller().Close()
 	_ = a.docker.Close()
 	return err
 }

@@ -565,3 +565,22 @@ func TestCheckWithoutPulling(t *testing.T) {
 		t.Error("Check pulled")
 	}
 }
+
+func TestPullerCloseEndsPulls(t *testing.T) {
+	t.Parallel()
+	f := newFakeEngine()
+	f.gate = make(chan struct{})
+	im := newTestImages(f)
+	errs := make(chan error, 1)
+	go func() { _, err := im.Ensure(t.Context(), ImageRequest{Image: testRef}); errs <- err }()
+	<-f.started
+	im.Puller().Close()
+	select {
+	case <-f.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close left the pull running")
+	}
+	if err := <-errs; err == nil {
+		t.Error("a pull ended by Close succeeded")
+	}
+}

@@ -148,6 +148,17 @@ func (p *Puller) Pulling(ref string) (Progress, bool) {
 // gave up or they finished).
 func (p *Puller) Wait() { p.wg.Wait() }
 
+// Close cancels every pull in progress and waits for their goroutines.
+func (p *Puller) Close() {
+	p.mu.Lock()
+	for ref, f := range p.flights {
+		f.cancel()
+		delete(p.flights, ref)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
 func (p *Puller) run(ctx context.Context, f *flight, auth string) {
 	began := time.Now()
 	p.log.Info("pulling image", "image", f.ref)

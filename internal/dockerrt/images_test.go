@@ -311,7 +311,7 @@ func TestPullErrorTexts(t *testing.T) {
 		{"disk full", nil, "write /var/lib/docker/tmp/x: no space left on device", "", ErrDiskFull,
 			[]string{"no disk space", testRef, "127.0.0.1:5000", "docker image prune"}},
 		{"never and missing", nil, "", PullNever, ErrPullNever,
-			[]string{"image " + testRef + " is not present", "pull policy is never", "pull: if_not_present"}},
+			[]string{"image " + testRef + " is not present", "pull policy is never", "not pulled from 127.0.0.1:5000", "pull: if_not_present"}},
 		{"something else", nil, "the registry said no", "", ErrPullFailed,
 			[]string{"pulling image " + testRef + " from 127.0.0.1:5000 failed", "the registry said no"}},
 	}
@@ -467,6 +467,31 @@ func TestDockerCreds(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(bad, "config.json"), []byte(`{"auths":{"x.io":{"auth":"!!notbase64-secret"}}}`), 0o600)
 	if _, err := LoadDockerCreds(bad, log); err == nil || strings.Contains(err.Error(), "notbase64-secret") {
 		t.Errorf("bad auth: %v", err)
+	}
+}
+
+// TestDockerConfigDir: $DOCKER_CONFIG wins over ~/.docker. Not parallel:
+// t.Setenv.
+func TestDockerConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", dir)
+	if got := DockerConfigDir(); got != dir {
+		t.Errorf("DockerConfigDir() = %q, want $DOCKER_CONFIG %q", got, dir)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"auths":{"127.0.0.1:5000":{"username":"bob","password":"pw"}}}`), 0o600)
+	f := newFakeEngine()
+	f.remote[testRef] = remoteImage(idA, digestA)
+	if _, err := NewImages(f, nil, quiet()).Ensure(t.Context(), ImageRequest{Image: testRef}); err != nil {
+		t.Fatal(err)
+	}
+	if f.auths[0] == "" {
+		t.Error("credentials from $DOCKER_CONFIG were not sent")
+	}
+	home := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", "")
+	t.Setenv("HOME", home)
+	if got := DockerConfigDir(); got != filepath.Join(home, ".docker") {
+		t.Errorf("DockerConfigDir() without $DOCKER_CONFIG = %q, want ~/.docker", got)
 	}
 }
 

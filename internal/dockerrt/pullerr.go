@@ -39,7 +39,7 @@ func (e *ImageError) Error() string {
 	case ErrDiskFull:
 		s = fmt.Sprintf("no disk space on the Docker engine to pull image %s from %s: free space (docker image prune) and retry", e.Image, e.Registry)
 	case ErrPullNever:
-		s = fmt.Sprintf("image %s is not present on the Docker engine and its pull policy is never: load it (docker pull / docker load) or set pull: if_not_present", e.Image)
+		s = fmt.Sprintf("image %s is not present on the Docker engine and its pull policy is never, so it is not pulled from %s: load it (docker pull / docker load) or set pull: if_not_present", e.Image, e.Registry)
 	case ErrImageNotAllowed:
 		s = fmt.Sprintf("image %s comes from registry %s, which is not in images.allowed_registries: add the registry there or use an image from an allowed one", e.Image, e.Registry)
 	default:

@@ -184,9 +184,9 @@ func (p *Puller) run(ctx context.Context, f *flight, auth string) {
 			w(final)
 		}
 		p.log.Info("pulled image", "image", f.ref, "bytes", final.Total, "took_ms", time.Since(began).Milliseconds())
-	} else if ctx.Err() == nil {
-		p.log.Warn("pull failed", "image", f.ref, "error", err)
 	}
+	// A failure is logged by the caller, after classifying it and
+	// redacting any credential the engine may have echoed.
 	close(f.done)
 }
 

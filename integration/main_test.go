@@ -1,7 +1,7 @@
 // Package integration exercises hangar end to end against a real Docker
 // engine and the real provider images (mcp-hangar/math:dev,
 // mcp-hangar/testkit:dev). `make integration` builds the images first; the
-// suite never pulls.
+// suite never pulls from a public registry (pull tests use one served on 127.0.0.1).
 //
 // Without a reachable engine the suite is skipped, except under CI=true
 // where that is a failure.

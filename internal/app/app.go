@@ -58,6 +58,9 @@ type App struct {
 	// Store is the durable state in DataDir, open from New to Close.
 	Store   store.Store
 	DataDir string
+	// Images is the gate every docker start passes (pull policy, allowed
+	// registries, signatures, digest pins).
+	Images *backend.ImageGate
 
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
@@ -122,7 +125,14 @@ func New(cfg *config.Config, o Options) (*App, error) {
 
 	a.Metrics = metrics.New()
 	a.selfNets = a.selfNetworks(ctx)
-	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork()}
+	a.Images = &backend.ImageGate{
+		Engine:   dockerrt.NewImages(cli, cfg.Images.AllowedRegistries, log.With("component", "images")),
+		Global:   cfg.Images,
+		Verifier: dockerrt.CosignVerifier{},
+		Pins:     a.Store,
+		Log:      log.With("component", "images"),
+	}
+	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(), Images: a.Images}
 	a.Providers = provider.NewManager(launcher, provider.Options{
 		Log:    log,
 		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
@@ -131,6 +141,8 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.Gateway.Store = a.Store
+	a.Gateway.Images = a.Images
+	a.Images.Settings = func() config.Images { return a.Gateway.Config().Images }
 	// The catalog registers every configured provider and group (with
 	// its members); validation keeps their IDs unique, and a refusal here
 	// is logged by the catalog.
@@ -261,6 +273,7 @@ func (a *App) Close(ctx context.Context) error {
 	}
 	a.cancel()
 	a.wg.Wait()
+	a.Images.Engine.Puller().Close()
 	_ = a.docker.Close()
 	// Last: everything above may still record a decision.
 	if serr := a.Store.Close(); serr != nil && err == nil {

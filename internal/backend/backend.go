@@ -20,6 +20,9 @@ type Launcher struct {
 	// the gateway's own network when it runs in a container, else the
 	// default bridge (reachable from the host).
 	HTTPNetwork string
+	// Images checks and fetches images before a start (Prepare); nil
+	// leaves images to the engine as they are.
+	Images *ImageGate
 }
 
 var _ provider.Launcher = (*Launcher)(nil)

@@ -62,6 +62,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	l.finish()
 
 	d.registry(root.sub("registry"), &cfg.Registry)
+	d.images(root.sub("images"), &cfg.Images)
 
 	if root.str("data_dir", &cfg.DataDir) {
 		if msg := checkDataDir(cfg.DataDir); msg != "" {

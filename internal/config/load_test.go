@@ -124,6 +124,10 @@ mcp_servers:
     start_timeout_s: 20
     call_timeout_s: 90
     description: Arithmetic
+    pull: never
+    registry_auth: {username: bot, password_file: /run/secrets/reg}
+    pin_digest: true
+    verify: {public_key: /etc/hangar/math.pub}
   api:
     mode: remote
     endpoint: "${BASE:-https://fallback}/mcp"
@@ -160,6 +164,7 @@ registry:
   timeout_s: 2.5
   max_hot_loaded: 3
   idle_ttl_s: 60
+images: {pull: always, allowed_registries: ["127.0.0.1:*", Docker.io], verify: {public_key: /etc/hangar/cosign.pub}}
 data_dir: /var/lib/hangar
 `, "API_KEY=k", "TOKEN=t", "REGISTRY=http://registry.local:8080")
 
@@ -175,6 +180,8 @@ data_dir: /var/lib/hangar
 		IdleTTL: 1500 * time.Millisecond, HealthCheckInterval: 10 * time.Second,
 		MaxConsecutiveFailures: 5, MaxConcurrency: 7,
 		StartTimeout: 20 * time.Second, CallTimeout: 90 * time.Second,
+		Pull: PullNever, RegistryAuth: &RegistryAuth{Username: "bot", PasswordFile: "/run/secrets/reg"},
+		PinDigest: true, Verify: &Verify{PublicKey: "/etc/hangar/math.pub"},
 	}
 	if !reflect.DeepEqual(math, wantMath) {
 		t.Errorf("math:\n got  %+v\n want %+v", math, wantMath)
@@ -218,6 +225,8 @@ data_dir: /var/lib/hangar
 			VerifiedNamespaces: []string{"io.github.acme/", "io.github.other/", "io.github.x/one"},
 			Timeout:            2500 * time.Millisecond, MaxHotLoaded: 3, IdleTTL: time.Minute,
 		},
+		Images: Images{Pull: PullAlways, AllowedRegistries: []string{"127.0.0.1:*", "docker.io"},
+			Verify: &Verify{PublicKey: "/etc/hangar/cosign.pub"}},
 		DataDir: "/var/lib/hangar",
 	}
 	gotRest := *cfg

@@ -57,6 +57,8 @@ type Config struct {
 	Logging      Logging
 	// Registry is where hangar_load finds MCP servers to hot-load.
 	Registry Registry
+	// Images governs pulls, allowed registries and signatures.
+	Images Images
 	// DataDir holds state that survives restarts (the store, its lock and
 	// keystore key). "" until ResolveDataDir picks the default.
 	DataDir string
@@ -78,6 +80,16 @@ type Server struct {
 	Network   string // "" means: none for stdio, the gateway's network for http
 	ReadOnly  bool   // default true
 	User      string // default "65534:65534"
+	// Pull is the pull policy, "" for images.pull; see PullPolicy.
+	Pull string
+	// RegistryAuth overrides the Docker client config's credentials.
+	RegistryAuth *RegistryAuth
+	// PinDigest quarantines the server when its image reference starts
+	// resolving to another digest (always on for servers not from the
+	// config file).
+	PinDigest bool
+	// Verify overrides images.verify; see VerifyPolicy.
+	Verify *Verify
 
 	// subprocess
 	Command []string

@@ -37,9 +37,9 @@ const (
 	stderrTailBytes  = 16 << 10
 )
 
-// ErrImageNotFound is returned when the image is not present locally. The
-// gateway never pulls.
-var ErrImageNotFound = errors.New("image not found locally")
+// ErrImageNotFound is returned when the image is neither on the engine nor
+// in its registry.
+var ErrImageNotFound = errors.New("image not found")
 
 // Runtime starts and stops provider containers.
 type Runtime struct {
@@ -261,7 +261,7 @@ func (r *Runtime) checkImage(ctx context.Context, image string) error {
 	defer cancel()
 	if _, err := r.api.ImageInspect(ictx, image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("%w: %s (the gateway never pulls; build or load it first)", ErrImageNotFound, image)
+			return fmt.Errorf("%w: %s is not on the Docker engine (pull it, or let its pull policy do so)", ErrImageNotFound, image)
 		}
 		return fmt.Errorf("inspect image %s: %w", image, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/batch"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -54,7 +55,9 @@ type Gateway struct {
 	// is off (registry.url and registry.catalog_file both empty).
 	HotLoad HotLoader
 	// Store shows in hangar_health; nil when there is none.
-	Store   StoreStatus
+	Store StoreStatus
+	// Images shows image pulls and digests; nil when no engine is used.
+	Images  ImageInfo
 	Log     *slog.Logger
 	Started time.Time
 	// RateLimiter holds the HTTP endpoint's per-client buckets;
@@ -168,6 +171,7 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		server.WithToolHandlerMiddleware(g.correlate),
 		server.WithToolHandlerMiddleware(authorize),
 		server.WithToolFilter(visibleTools),
+		server.WithToolHandlerMiddleware(backend.ProgressTokenMiddleware),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
 	)
 	for _, t := range g.tools() {

@@ -212,14 +212,16 @@ func (g *Gateway) status(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallT
 		if s.State == provider.Ready {
 			healthy++
 		}
+		img := g.imageStatus(s.ID)
 		servers = append(servers, map[string]any{
 			"id":        s.ID,
 			"indicator": s.State.Indicator(),
 			"state":     s.State,
 			"mode":      s.Mode,
 			"last_used": timeOrNil(s.LastUsed),
+			"pulling":   pullingField(img),
 		})
-		detail := s.Mode
+		detail := s.Mode + pullingNote(img)
 		if s.ToolsCount > 0 {
 			detail += fmt.Sprintf(", %d tools", s.ToolsCount)
 		}

@@ -117,6 +117,12 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		"idle_ttl_s":   spec.IdleTTL.Seconds(),
 		"source":       g.sourceOf(id),
 	}
+	if spec.Image != "" {
+		img := g.imageStatus(id)
+		meta["pulling"] = pullingField(img)
+		meta["image_digest"] = nilIfEmpty(img.Digest)
+		meta["image_id"] = nilIfEmpty(img.ID)
+	}
 	pol := p.Policy()
 	return ok(map[string]any{
 		"mcp_server": id,

@@ -36,6 +36,17 @@ type Launcher interface {
 	Launch(ctx context.Context, spec *config.Server) (Backend, error)
 }
 
+// Preparer is an optional Launcher step run at the start of a start, before
+// Launch (fetching an image). It is not bound by the start timeout but by
+// the callers waiting: it carries the values of the call that caused the
+// start (its progress token, its session) and is cancelled once every
+// caller waiting for the start has given up; the provider then goes back
+// to COLD without counting a failure. Launch itself is never cut short by
+// callers leaving.
+type Preparer interface {
+	Prepare(ctx context.Context, spec *config.Server) error
+}
+
 // Events receives state changes and lifecycle facts (metrics, logs).
 type Events interface {
 	// StateChanged reports a transition; from is "" when the provider was
@@ -109,7 +120,9 @@ type Provider struct {
 	mu            sync.Mutex
 	state         State
 	inst          *instance
-	starting      chan struct{} // closed when the start in progress ends
+	starting      chan struct{}      // closed when the start in progress ends
+	startWaiters  int                // callers waiting for the start in progress
+	abandon       context.CancelFunc // stops the start's preparation; nil when none runs
 	lastErr       error
 	tools         []mcpconn.Tool
 	startFailures int       // consecutive failed starts
@@ -215,13 +228,23 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 			return inst, nil
 		case Initializing:
 			ch := p.starting
+			p.startWaiters++
 			p.mu.Unlock()
 			select {
 			case <-ch:
 			case <-ctx.Done():
+				p.mu.Lock()
+				p.startWaiters--
+				if p.startWaiters == 0 && p.starting == ch && p.abandon != nil {
+					// Nobody waits for this start any more: stop its
+					// preparation (a pull) if it is still running.
+					p.abandon()
+				}
+				p.mu.Unlock()
 				return nil, p.waitErr(ctx)
 			}
 			p.mu.Lock()
+			p.startWaiters--
 			attempted = true
 			continue
 		case Degraded:
@@ -256,12 +279,34 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 		// COLD, or DEAD and eligible: start.
 		ch := make(chan struct{})
 		p.starting = ch
+		prepCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+		p.abandon = abandon
 		p.setState(Initializing)
 		p.mu.Unlock()
-		go p.start(ch)
+		go p.start(ch, prepCtx, abandon)
 		p.mu.Lock()
 		attempted = true
 	}
+}
+
+// prepare runs the launcher's Preparer, if it has one, on prepCtx, which
+// ends when the provider is retired or abandon is called; abandoned says
+// it failed because of that.
+func (p *Provider) prepare(prepCtx context.Context, abandon context.CancelFunc) (abandoned bool, err error) {
+	defer func() {
+		p.mu.Lock()
+		p.abandon = nil
+		p.mu.Unlock()
+		abandon()
+	}()
+	pr, ok := p.launcher.(Preparer)
+	if !ok {
+		return false, nil
+	}
+	stop := context.AfterFunc(p.lifetime, abandon)
+	defer stop()
+	err = pr.Prepare(prepCtx, p.spec)
+	return err != nil && prepCtx.Err() != nil, err
 }
 
 func (p *Provider) unavailable(format string, a ...any) error {
@@ -276,17 +321,30 @@ func (p *Provider) waitErr(ctx context.Context) error {
 
 // start runs one start attempt on its own context: a caller giving up must
 // not abort the start the other callers are waiting for.
-func (p *Provider) start(done chan struct{}) {
+func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon context.CancelFunc) {
 	defer close(done)
 	timeout := p.spec.StartTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	began := p.opts.Now()
+	abandoned, err := p.prepare(prepCtx, abandon)
+	if abandoned {
+		// Every caller gave up (or the provider was retired) during the
+		// preparation: nothing was started and nothing failed.
+		p.mu.Lock()
+		p.setState(Cold)
+		p.mu.Unlock()
+		p.log.Info("start abandoned by its callers", "error", err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(p.lifetime, timeout)
 	defer cancel()
-	began := p.opts.Now()
 
-	b, err := p.launcher.Launch(ctx, p.spec)
+	var b Backend
+	if err == nil {
+		b, err = p.launcher.Launch(ctx, p.spec)
+	}
 	var tools []mcpconn.Tool
 	if err == nil {
 		tools, err = b.ListTools(ctx)

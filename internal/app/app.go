@@ -209,6 +209,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 		o.Metrics = promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
+	defer ep.Close()
 	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

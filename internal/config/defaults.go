@@ -53,6 +53,7 @@ func defaults() *Config {
 			MaxHotLoaded:       20,
 			IdleTTL:            300 * time.Second,
 		},
+		HTTP:    defaultHTTPServer(),
 		DataDir: defaultDataDir,
 	}
 }

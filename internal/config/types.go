@@ -57,6 +57,8 @@ type Config struct {
 	Logging      Logging
 	// Registry is where hangar_load finds MCP servers to hot-load.
 	Registry Registry
+	// HTTP is the server section: the streamable HTTP endpoint's limits.
+	HTTP HTTPServer
 	// DataDir holds state that survives restarts (approvals, quarantine).
 	DataDir string
 	// Source is the file the config was read from ("" when built in code).

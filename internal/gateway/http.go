@@ -17,9 +17,12 @@ type HTTPOptions struct {
 	// may. A request with any other Origin header gets 403 (DNS rebinding
 	// and cross-site protection, which mcp-go does not do).
 	AllowedOrigins []string
-	// SessionIdleTTL ends streamable HTTP sessions idle this long; without
-	// it mcp-go keeps them forever.
+	// SessionIdleTTL ends streamable HTTP sessions idle this long
+	// (server.session_idle_ttl, default 30 minutes).
 	SessionIdleTTL time.Duration
+	// MaxSessions bounds the open sessions (server.max_sessions, default
+	// 1000); an initialize beyond it gets 503.
+	MaxSessions int
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
 	// Metrics serves /metrics; nil leaves it out.
@@ -28,8 +31,9 @@ type HTTPOptions struct {
 
 // Endpoint is the HTTP side of the gateway.
 type Endpoint struct {
-	Handler http.Handler
-	mcp     *server.StreamableHTTPServer
+	Handler  http.Handler
+	mcp      *server.StreamableHTTPServer
+	sessions *sessionTable
 }
 
 // HTTP builds the endpoint: /mcp (streamable HTTP MCP), /healthz and
@@ -41,13 +45,20 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 16 << 20
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1000
+	}
+	// The session table, not mcp-go, owns session ids and their expiry
+	// (sessions.go); mcp-go's own idle sweeper stays off.
+	sessions := newSessionTable(o.MaxSessions, o.SessionIdleTTL, g.Log.With("component", "sessions"))
 	streamable := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
-		server.WithSessionIdleTTL(o.SessionIdleTTL),
+		server.WithSessionIdManagerResolver(sessions),
 		server.WithHeartbeatInterval(30*time.Second),
 	)
+	sessions.release = releaseVia(streamable)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", limitBody(o.MaxBodyBytes, streamable))
+	mux.Handle("/mcp", checkEnvelope(o.MaxBodyBytes, sessions.middleware(streamable)))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -55,20 +66,17 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	if o.Metrics != nil {
 		mux.Handle("/metrics", o.Metrics)
 	}
-	return &Endpoint{Handler: checkOrigin(o.AllowedOrigins, mux), mcp: streamable}
+	return &Endpoint{Handler: checkOrigin(o.AllowedOrigins, mux), mcp: streamable, sessions: sessions}
 }
 
 // Sessions returns the streamable HTTP server, for shutdown.
 func (e *Endpoint) Sessions() *server.StreamableHTTPServer { return e.mcp }
 
-func limitBody(n int64, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, n)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
+// OpenSessions is the number of open streamable HTTP sessions.
+func (e *Endpoint) OpenSessions() int { return e.sessions.count() }
+
+// Close stops the session sweeper. Call it after Sessions().Shutdown.
+func (e *Endpoint) Close() { e.sessions.close() }
 
 func checkOrigin(allowed []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -160,6 +160,7 @@ registry:
   timeout_s: 2.5
   max_hot_loaded: 3
   idle_ttl_s: 60
+server: {session_idle_ttl: 600, max_sessions: 50}
 data_dir: /var/lib/hangar
 `, "API_KEY=k", "TOKEN=t", "REGISTRY=http://registry.local:8080")
 
@@ -218,6 +219,7 @@ data_dir: /var/lib/hangar
 			VerifiedNamespaces: []string{"io.github.acme/", "io.github.other/", "io.github.x/one"},
 			Timeout:            2500 * time.Millisecond, MaxHotLoaded: 3, IdleTTL: time.Minute,
 		},
+		HTTP:    HTTPServer{SessionIdleTTL: 10 * time.Minute, MaxSessions: 50},
 		DataDir: "/var/lib/hangar",
 	}
 	gotRest := *cfg

@@ -57,8 +57,10 @@ func newEndpoint(t *testing.T, o gateway.HTTPOptions) *endpoint {
 
 type reqOpt func(*http.Request)
 
-func as(name string) reqOpt        { return func(r *http.Request) { r.Header.Set(identityHeader, name) } }
-func withSession(id string) reqOpt { return func(r *http.Request) { r.Header.Set("Mcp-Session-Id", id) } }
+func as(name string) reqOpt { return func(r *http.Request) { r.Header.Set(identityHeader, name) } }
+func withSession(id string) reqOpt {
+	return func(r *http.Request) { r.Header.Set("Mcp-Session-Id", id) }
+}
 
 func (e *endpoint) do(method, body string, opts ...reqOpt) *httptest.ResponseRecorder {
 	var rd io.Reader

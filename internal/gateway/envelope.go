@@ -64,7 +64,9 @@ func invalid(id json.RawMessage, format string, args ...any) *EnvelopeError {
 // error and an unusable envelope: every message mcp-go would misread is
 // refused here.
 func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
-	trimmed := bytes.TrimSpace(body)
+	// JSON's whitespace only: bytes.TrimSpace would also drop \f and
+	// friends, and so accept what a JSON parser refuses.
+	trimmed := bytes.Trim(body, " \t\r\n")
 	if len(trimmed) == 0 {
 		return Envelope{}, &EnvelopeError{Code: codeParseError, Message: "Parse error: empty body"}
 	}
@@ -90,11 +92,11 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 	rawID, hasID := m["id"]
 	if hasID {
 		if !isStringOrNumber(rawID) {
-			return Envelope{}, invalid(nil, "id must be a string or a number (got %s)", jsonKind(rawID))
+			return Envelope{}, invalid(nil, "id must be a string or a number (got %s)", describeID(rawID))
 		}
 		env.ID = rawID
 	}
-	if v, ok := m["jsonrpc"]; !ok || string(bytes.TrimSpace(v)) != `"2.0"` {
+	if v, ok := m["jsonrpc"]; !ok || string(v) != `"2.0"` {
 		return Envelope{}, invalid(env.ID, `jsonrpc must be "2.0"`)
 	}
 	if raw, ok := m["method"]; ok {
@@ -125,14 +127,22 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 	return env, nil
 }
 
+// isStringOrNumber also refuses a number no float64 holds (1e400): mcp-go
+// could not decode it and would answer a parse error without the id.
 func isStringOrNumber(raw json.RawMessage) bool {
-	k := jsonKind(raw)
-	return k == "string" || k == "number"
+	switch jsonKind(raw) {
+	case "string":
+		return true
+	case "number":
+		var f float64
+		return json.Unmarshal(raw, &f) == nil
+	}
+	return false
 }
 
 // jsonKind names the JSON type of a valid value.
 func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
+	raw = bytes.Trim(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return "nothing"
 	}
@@ -149,6 +159,13 @@ func jsonKind(raw json.RawMessage) string {
 		return "null"
 	}
 	return "number"
+}
+
+func describeID(raw json.RawMessage) string {
+	if k := jsonKind(raw); k != "number" {
+		return k
+	}
+	return "a number out of range"
 }
 
 func metaProtocolVersion(params json.RawMessage) string {

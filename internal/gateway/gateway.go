@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // Version is the gateway's version as it introduces itself.
@@ -48,8 +49,11 @@ type Gateway struct {
 	// HotLoad serves hangar_load and hangar_unload; nil when hot-loading
 	// is off (registry.url and registry.catalog_file both empty).
 	HotLoad HotLoader
-	Log     *slog.Logger
-	Started time.Time
+	// AuditStore receives every decision on a tool call (audit.go); nil
+	// keeps the audit trail in the log only.
+	AuditStore store.Audit
+	Log        *slog.Logger
+	Started    time.Time
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config
@@ -122,7 +126,9 @@ func (g *Gateway) setConfig(c *config.Config) {
 
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
-func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (res *mcp.CallToolResult, err error) {
+	began := time.Now()
+	defer func() { g.auditProviderCall(ctx, ActionHangarCall, server, tool, began, res, err) }()
 	if grp, ok := g.Groups.Get(server); ok {
 		return grp.Call(ctx, tool, args)
 	}
@@ -196,6 +202,7 @@ func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)
+		g.auditToolCall(ctx, req, began, res, err)
 		dur := float64(time.Since(began).Microseconds()) / 1000
 		switch {
 		case err != nil:

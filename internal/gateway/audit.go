@@ -16,7 +16,7 @@ import (
 
 // Audit actions.
 const (
-	ActionToolCall    = "tools/call" // a hangar_* tool (or a front-door tool)
+	ActionToolCall    = "tools/call"  // a hangar_* tool (or a front-door tool)
 	ActionHangarCall  = "hangar_call" // one provider call inside hangar_call
 	auditWriteTimeout = 2 * time.Second
 )

@@ -28,8 +28,10 @@ import (
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
+	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // Options are the command-line level settings.
@@ -41,6 +43,11 @@ type Options struct {
 	// WorkerTick is how often health and idle workers look at providers
 	// (default 1s).
 	WorkerTick time.Duration
+	// Pins keeps the tool pins (the rug-pull defence); nil keeps them in
+	// memory, so they are taken afresh after a restart.
+	Pins store.Pins
+	// Audit receives every decision on a tool call; nil logs them only.
+	Audit store.Audit
 }
 
 // App is a running gateway.
@@ -110,13 +117,20 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.Metrics = metrics.New()
 	a.selfNets = a.selfNetworks(ctx)
 	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork()}
+	pins := o.Pins
+	if pins == nil {
+		pins = pin.NewMemory()
+	}
 	a.Providers = provider.NewManager(launcher, provider.Options{
-		Log:    log,
-		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
-		Events: a.Metrics,
+		Log:      log,
+		Global:   provider.NewLimiter(cfg.Execution.MaxConcurrency),
+		Events:   a.Metrics,
+		ToolGate: pin.New(pins),
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	a.Gateway.AuditStore = o.Audit
+	a.Gateway.Pins = pins
 	for _, id := range sortedIDs(cfg) {
 		s := cfg.Servers[id]
 		if s.Mode != config.ModeGroup {

@@ -52,8 +52,11 @@ type Gateway struct {
 	// AuditStore receives every decision on a tool call (audit.go); nil
 	// keeps the audit trail in the log only.
 	AuditStore store.Audit
-	Log        *slog.Logger
-	Started    time.Time
+	// Pins are the tool pins; hangar_approve of a discovered server clears
+	// its pins so that its first start pins what was approved. nil: none.
+	Pins    store.Pins
+	Log     *slog.Logger
+	Started time.Time
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config

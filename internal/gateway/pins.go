@@ -86,3 +86,14 @@ func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallTo
 	res, _ = ok(map[string]any{"approved": true, "mcp_server": name, "status": "registered", "tools_pinned": n})
 	return res, true
 }
+
+// forgetPins drops a server's pins when an operator approves it afresh
+// (a discovered container): its next start pins what it serves then.
+func (g *Gateway) forgetPins(ctx context.Context, server string) {
+	if g.Pins == nil || server == "" {
+		return
+	}
+	if err := g.Pins.ReplaceToolPins(ctx, server, nil); err != nil {
+		g.logFrom(ctx).Warn("tool pins not cleared on approval", FieldServer, server, FieldError, err)
+	}
+}

@@ -140,6 +140,7 @@ func (g *Gateway) approve(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	r := d.Approve(ctx, name)
 	out := map[string]any{"approved": r.Approved, "mcp_server": r.Server}
 	if r.Approved {
+		g.forgetPins(ctx, r.Server)
 		out["status"] = r.Status
 	} else {
 		out["error"] = r.Error

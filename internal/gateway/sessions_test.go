@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
@@ -361,11 +363,20 @@ func TestSessionIdleExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = time.Minute
 		g := gateway.New(config.Default(), provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
-		ep := g.HTTP(g.MCPServer(), gateway.HTTPOptions{SessionIdleTTL: ttl})
+		mcpServer := g.MCPServer()
+		ep := g.HTTP(mcpServer, gateway.HTTPOptions{SessionIdleTTL: ttl})
 		e := &endpoint{ep: ep, h: ep.Handler}
+		// mcp-go's own record of a session: a notification to it finds it
+		// or not.
+		registered := func(id string) bool {
+			return !errors.Is(mcpServer.SendNotificationToSpecificClient(id, "notifications/message", nil), mcpserver.ErrSessionNotFound)
+		}
 
 		s := e.open(t)
 		busy := e.open(t)
+		if !registered(busy) {
+			t.Fatal("an initialized session is unknown to mcp-go")
+		}
 		time.Sleep(ttl / 2)
 		if rec := e.do(http.MethodPost, listBody, withSession(s)); rec.Code != http.StatusOK {
 			t.Fatalf("before the TTL: %d %q", rec.Code, rec.Body.String())
@@ -379,6 +390,9 @@ func TestSessionIdleExpiry(t *testing.T) {
 		if rec := e.do(http.MethodPost, listBody, withSession(busy)); rec.Code != http.StatusNotFound {
 			t.Errorf("expired session: %d, want 404", rec.Code)
 		}
+		if registered(busy) {
+			t.Error("mcp-go still holds the expired session")
+		}
 		if rec := e.do(http.MethodPost, listBody, withSession(s)); rec.Code != http.StatusOK {
 			t.Errorf("session used within the TTL: %d, want 200", rec.Code)
 		}
@@ -386,6 +400,9 @@ func TestSessionIdleExpiry(t *testing.T) {
 		synctest.Wait()
 		if n := ep.OpenSessions(); n != 0 {
 			t.Errorf("open sessions after expiry = %d, want 0", n)
+		}
+		if registered(s) {
+			t.Error("mcp-go still holds the session the sweeper expired")
 		}
 		if rec := e.do(http.MethodGet, "", withSession(s)); rec.Code != http.StatusNotFound {
 			t.Errorf("GET on an expired session: %d, want 404", rec.Code)

@@ -203,9 +203,8 @@ func checkEnvelope(limit int64, next http.Handler) http.Handler {
 			tooLarge(w, limit)
 			return
 		}
-		if r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
+		if r.Body == nil {
+			r.Body = http.NoBody
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if r.Method != http.MethodPost {

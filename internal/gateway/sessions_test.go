@@ -192,6 +192,9 @@ func TestHTTPRejections(t *testing.T) {
 		{"batch", func(e *endpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, "["+listBody+"]", as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "batch"},
+		{"empty body", func(e *endpoint, s string) *httptest.ResponseRecorder {
+			return e.do(http.MethodPost, "", as("alice"), withSession(s))
+		}, http.StatusBadRequest, -32700, "empty body"},
 		{"not JSON", func(e *endpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32700, "Parse error"},

@@ -70,22 +70,27 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 	if len(trimmed) == 0 {
 		return Envelope{}, &EnvelopeError{Code: codeParseError, Message: "Parse error: empty body"}
 	}
-	if !json.Valid(trimmed) {
-		return Envelope{}, &EnvelopeError{Code: codeParseError, Message: "Parse error: body is not valid JSON"}
-	}
+	notJSON := &EnvelopeError{Code: codeParseError, Message: "Parse error: body is not valid JSON"}
 	switch trimmed[0] {
 	case '{':
+		// Decoding the object below validates it: one pass, not two.
 	case '[':
+		if !json.Valid(trimmed) {
+			return Envelope{}, notJSON
+		}
 		// MCP 2025-06-18 removed JSON-RPC batching and mcp-go does not
 		// accept batches: refuse the whole array rather than answer each
 		// element with an error it did not deserve.
 		return Envelope{}, invalid(nil, "batch requests are not supported; send one JSON-RPC message per POST")
 	default:
+		if !json.Valid(trimmed) {
+			return Envelope{}, notJSON
+		}
 		return Envelope{}, invalid(nil, "a JSON-RPC message must be a JSON object")
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &m); err != nil {
-		return Envelope{}, &EnvelopeError{Code: codeParseError, Message: "Parse error: " + err.Error()}
+		return Envelope{}, notJSON
 	}
 
 	var env Envelope
@@ -169,7 +174,8 @@ func describeID(raw json.RawMessage) string {
 }
 
 func metaProtocolVersion(params json.RawMessage) string {
-	if len(params) == 0 || jsonKind(params) != "object" {
+	// Most requests carry no _meta: do not decode large arguments for it.
+	if len(params) == 0 || jsonKind(params) != "object" || !bytes.Contains(params, []byte(`"_meta"`)) {
 		return ""
 	}
 	var p struct {

@@ -72,7 +72,7 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 	}
 	if err == nil {
 		p.tools = tools
-		p.applyVet(q)
+		p.applyVet(q, tools)
 		p.health.ConsecutiveFailures = 0
 		p.health.LastSuccessAt = now
 		p.degradations = 0

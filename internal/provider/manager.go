@@ -145,7 +145,7 @@ func (m *Manager) Probe(ctx context.Context, id string) error {
 	p.health.LastCheck = now
 	if err == nil {
 		p.tools = tools
-		p.applyVet(q)
+		p.applyVet(q, tools)
 		p.health.ConsecutiveFailures = 0
 		p.health.LastSuccessAt = now
 		p.degradations = 0

@@ -103,10 +103,18 @@ func (p *Provider) vetTools(ctx context.Context, tools []mcpconn.Tool) *Quaranti
 // applyVet records a vet's verdict; p.mu is held. A tool_schema_changed
 // quarantine stays until AcceptTools, even if the provider reverts: the
 // operator decides, and a later change replaces what is shown and pinned.
-func (p *Provider) applyVet(q *Quarantine) {
+func (p *Provider) applyVet(q *Quarantine, tools []mcpconn.Tool) {
 	prev := p.quarantine
 	switch {
 	case q == nil && prev != nil && prev.Reason == ReasonToolSchemaChanged:
+		// Back to the pinned tools: still the operator's call, but what
+		// an approval pins is what the provider serves now.
+		kept := *prev
+		kept.pending = tools
+		if !strings.HasSuffix(kept.Detail, revertedNote) {
+			kept.Detail += revertedNote
+		}
+		p.quarantine = &kept
 	case q == nil:
 		if prev != nil {
 			p.log.Info("tools vetted again; quarantine lifted", "reason", prev.Reason)
@@ -124,6 +132,10 @@ func (p *Provider) applyVet(q *Quarantine) {
 		p.quarantine = q
 	}
 }
+
+// revertedNote ends the detail of a quarantine whose provider went back to
+// its pinned tools.
+const revertedNote = "\n(the provider serves its pinned tools again)"
 
 // Quarantined returns the provider's quarantine, if any.
 func (p *Provider) Quarantined() (Quarantine, bool) {

@@ -70,6 +70,22 @@ func TestToolPinningQuarantine(t *testing.T) {
 		t.Error("a changed tool was pinned without approval")
 	}
 
+	// Going back to the pinned tools does not lift the quarantine by
+	// itself; it says so, and an approval then pins what is served.
+	changed := b.tools
+	b.tools = l.tools
+	clock.Advance(time.Second)
+	p.CheckHealth(t.Context())
+	if q, ok := p.Quarantined(); !ok || !strings.HasSuffix(q.Detail, "(the provider serves its pinned tools again)") {
+		t.Errorf("after reverting: quarantined=%v detail=%q", ok, q.Detail)
+	}
+	b.tools = changed
+	clock.Advance(time.Second)
+	p.CheckHealth(t.Context())
+	if q, _ := p.Quarantined(); q.Detail != want {
+		t.Errorf("changed again: detail = %q, want %q", q.Detail, want)
+	}
+
 	n, err := p.AcceptTools(t.Context())
 	if err != nil || n != 2 {
 		t.Fatalf("AcceptTools = %d, %v", n, err)

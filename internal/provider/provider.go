@@ -340,7 +340,7 @@ func (p *Provider) start(done chan struct{}) {
 	}
 	p.inst = inst
 	p.tools = tools
-	p.applyVet(q)
+	p.applyVet(q, tools)
 	p.startFailures = 0
 	p.lastErr = nil
 	p.lastUsed = p.opts.Now()

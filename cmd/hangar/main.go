@@ -156,7 +156,11 @@ func serve(args []string) error {
 		ln, err = net.Listen("tcp", *listen)
 		if err == nil {
 			a.Log.Info("serving MCP over HTTP", "listen", ln.Addr().String(), "config", path, "mcp_servers", len(cfg.Servers))
-			err = a.ServeHTTP(ctx, ln, gateway.HTTPOptions{AllowedOrigins: splitList(*origins)}, *drain)
+			err = a.ServeHTTP(ctx, ln, gateway.HTTPOptions{
+				AllowedOrigins: splitList(*origins),
+				SessionIdleTTL: cfg.HTTP.SessionIdleTTL,
+				MaxSessions:    cfg.HTTP.MaxSessions,
+			}, *drain)
 		}
 	}
 

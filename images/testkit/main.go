@@ -128,6 +128,7 @@ func newServer(name string) *server.MCPServer {
 		server.WithRecovery(),
 	)
 	registerTools(s)
+	registerMutate(s)
 	return s
 }
 

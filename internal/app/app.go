@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -43,6 +44,11 @@ type Options struct {
 	// DataDir is --data-dir: it wins over $HANGAR_DATA_DIR and data_dir:
 	// (default $XDG_STATE_HOME/hangar/<instance>).
 	DataDir string
+	// Pins keeps the tool pins (the rug-pull defence); nil keeps them in
+	// memory, so they are taken afresh after a restart.
+	Pins store.Pins
+	// Audit receives every decision on a tool call; nil logs them only.
+	Audit store.Audit
 }
 
 // App is a running gateway.
@@ -133,16 +139,26 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		Log:      log.With("component", "images"),
 	}
 	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(), Images: a.Images}
+	pins := o.Pins
+	if pins == nil {
+		pins = a.Store
+	}
 	a.Providers = provider.NewManager(launcher, provider.Options{
-		Log:    log,
-		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
-		Events: a.Metrics,
+		Log:      log,
+		Global:   provider.NewLimiter(cfg.Execution.MaxConcurrency),
+		Events:   a.Metrics,
+		ToolGate: pin.New(pins),
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.Gateway.Store = a.Store
 	a.Gateway.Images = a.Images
 	a.Images.Settings = func() config.Images { return a.Gateway.Config().Images }
+	a.Gateway.AuditStore = o.Audit
+	if a.Gateway.AuditStore == nil {
+		a.Gateway.AuditStore = a.Store
+	}
+	a.Gateway.Pins = pins
 	// The catalog registers every configured provider and group (with
 	// its members); validation keeps their IDs unique, and a refusal here
 	// is logged by the catalog.
@@ -233,6 +249,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 		o.Auth = h
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
+	defer ep.Close()
 	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

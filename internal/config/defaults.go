@@ -53,6 +53,7 @@ func defaults() *Config {
 		// DataDir "" is resolved at start-up (ResolveDataDir), since the
 		// default depends on the instance name.
 		Images: Images{Pull: PullIfNotPresent, AllowedRegistries: []string{"*"}},
+		HTTP:   defaultHTTPServer(),
 	}
 }
 

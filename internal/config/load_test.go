@@ -165,6 +165,7 @@ registry:
   max_hot_loaded: 3
   idle_ttl_s: 60
 images: {pull: always, allowed_registries: ["127.0.0.1:*", Docker.io], verify: {public_key: /etc/hangar/cosign.pub}}
+server: {session_idle_ttl: 600, max_sessions: 50}
 data_dir: /var/lib/hangar
 `, "API_KEY=k", "TOKEN=t", "REGISTRY=http://registry.local:8080")
 
@@ -227,6 +228,7 @@ data_dir: /var/lib/hangar
 		},
 		Images: Images{Pull: PullAlways, AllowedRegistries: []string{"127.0.0.1:*", "docker.io"},
 			Verify: &Verify{PublicKey: "/etc/hangar/cosign.pub"}},
+		HTTP:    HTTPServer{SessionIdleTTL: 10 * time.Minute, MaxSessions: 50},
 		DataDir: "/var/lib/hangar",
 	}
 	gotRest := *cfg

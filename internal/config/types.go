@@ -59,6 +59,8 @@ type Config struct {
 	Registry Registry
 	// Images governs pulls, allowed registries and signatures.
 	Images Images
+	// HTTP is the server section: the streamable HTTP endpoint's limits.
+	HTTP HTTPServer
 	// DataDir holds state that survives restarts (the store, its lock and
 	// keystore key). "" until ResolveDataDir picks the default.
 	DataDir string

@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // Version is the gateway's version as it introduces itself.
@@ -57,7 +58,13 @@ type Gateway struct {
 	// Store shows in hangar_health; nil when there is none.
 	Store StoreStatus
 	// Images shows image pulls and digests; nil when no engine is used.
-	Images  ImageInfo
+	Images ImageInfo
+	// AuditStore receives every decision on a tool call (audit.go); nil
+	// keeps the audit trail in the log only.
+	AuditStore store.Audit
+	// Pins are the tool pins; hangar_approve of a discovered server clears
+	// its pins so that its first start pins what was approved. nil: none.
+	Pins    store.Pins
 	Log     *slog.Logger
 	Started time.Time
 	// RateLimiter holds the HTTP endpoint's per-client buckets;
@@ -149,7 +156,9 @@ func (g *Gateway) setConfig(c *config.Config) {
 
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
-func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (res *mcp.CallToolResult, err error) {
+	began := time.Now()
+	defer func() { g.auditProviderCall(ctx, ActionHangarCall, server, tool, began, res, err) }()
 	if e := callerOf(ctx).Check("", server); e != nil {
 		return nil, e
 	}
@@ -229,6 +238,7 @@ func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)
+		g.auditToolCall(ctx, req, began, res, err)
 		dur := float64(time.Since(began).Microseconds()) / 1000
 		switch {
 		case err != nil:

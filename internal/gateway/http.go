@@ -21,9 +21,12 @@ type HTTPOptions struct {
 	// may. A request with any other Origin header gets 403 (DNS rebinding
 	// and cross-site protection, which mcp-go does not do).
 	AllowedOrigins []string
-	// SessionIdleTTL ends streamable HTTP sessions idle this long; without
-	// it mcp-go keeps them forever.
+	// SessionIdleTTL ends streamable HTTP sessions idle this long
+	// (server.session_idle_ttl, default 30 minutes).
 	SessionIdleTTL time.Duration
+	// MaxSessions bounds the open sessions (server.max_sessions, default
+	// 1000); an initialize beyond it gets 503.
+	MaxSessions int
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
 	// Metrics serves /metrics; nil leaves it out.
@@ -36,8 +39,9 @@ type HTTPOptions struct {
 
 // Endpoint is the HTTP side of the gateway.
 type Endpoint struct {
-	Handler http.Handler
-	mcp     *server.StreamableHTTPServer
+	Handler  http.Handler
+	mcp      *server.StreamableHTTPServer
+	sessions *sessionTable
 }
 
 // HTTP builds the endpoint: /mcp (streamable HTTP MCP), /healthz and
@@ -49,18 +53,26 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 16 << 20
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1000
+	}
+	// The session table, not mcp-go, owns session ids and their expiry
+	// (sessions.go); mcp-go's own idle sweeper stays off.
+	sessions := newSessionTable(o.MaxSessions, o.SessionIdleTTL, g.Log.With("component", "sessions"))
 	streamable := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
-		server.WithSessionIdleTTL(o.SessionIdleTTL),
+		server.WithSessionIdManagerResolver(sessions),
 		server.WithHeartbeatInterval(30*time.Second),
 	)
 	if o.Auth == nil {
 		o.Auth = &auth.HTTP{Auth: auth.NewAuthenticator(context.Background(), config.Auth{}, auth.Options{}), Loopback: true, Log: g.Log}
 	}
+	sessions.release = releaseVia(streamable)
 	mux := http.NewServeMux()
-	// Authentication runs before the body is read and before mcp-go sees
-	// the request: a refused request creates no session.
-	mux.Handle("/mcp", o.Auth.Middleware(limitBody(o.MaxBodyBytes, guard(o.Auth, streamable))))
+	// Order: authentication before the body is read; the envelope check
+	// (413, -32600) reads it once; the scope guard refuses before any
+	// session is looked up or created; then sessions, then mcp-go.
+	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, guard(o.Auth, sessions.middleware(streamable)))))
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -70,20 +82,17 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	if o.Metrics != nil {
 		mux.Handle("/metrics", o.Metrics)
 	}
-	return &Endpoint{Handler: checkOrigin(o.AllowedOrigins, mux), mcp: streamable}
+	return &Endpoint{Handler: checkOrigin(o.AllowedOrigins, mux), mcp: streamable, sessions: sessions}
 }
 
 // Sessions returns the streamable HTTP server, for shutdown.
 func (e *Endpoint) Sessions() *server.StreamableHTTPServer { return e.mcp }
 
-func limitBody(n int64, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, n)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
+// OpenSessions is the number of open streamable HTTP sessions.
+func (e *Endpoint) OpenSessions() int { return e.sessions.count() }
+
+// Close stops the session sweeper. Call it after Sessions().Shutdown.
+func (e *Endpoint) Close() { e.sessions.close() }
 
 func checkOrigin(allowed []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

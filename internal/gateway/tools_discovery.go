@@ -126,23 +126,28 @@ func (g *Gateway) quarantine(context.Context, mcp.CallToolRequest) (*mcp.CallToo
 			"quarantine_time": rfc3339(q.QuarantineTime),
 		})
 	}
+	list = append(list, g.pinQuarantined()...)
 	return ok(map[string]any{"quarantined": list})
 }
 
 func (g *Gateway) approve(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name, err := req.RequireString("mcp_server")
+	if err != nil && g.Discovery != nil {
+		return fail(err)
+	}
+	if res, handled := g.approvePins(ctx, name); handled {
+		return res, nil
+	}
 	d := g.Discovery
 	if d == nil {
 		return discoveryOff()
-	}
-	name, err := req.RequireString("mcp_server")
-	if err != nil {
-		return fail(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, approveTimeout)
 	defer cancel()
 	r := d.Approve(ctx, name)
 	out := map[string]any{"approved": r.Approved, "mcp_server": r.Server}
 	if r.Approved {
+		g.forgetPins(ctx, r.Server)
 		out["status"] = r.Status
 	} else {
 		out["error"] = r.Error

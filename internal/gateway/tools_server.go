@@ -138,8 +138,9 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 			"total_invocations":    s.Health.TotalInvocations,
 			"total_failures":       s.Health.TotalFailures,
 		},
-		"idle_time": idle,
-		"meta":      meta,
+		"idle_time":  idle,
+		"meta":       meta,
+		"quarantine": quarantineOf(p),
 		"tools_policy": map[string]any{
 			"type":           pol.Type(),
 			"has_allow_list": pol.HasAllowList(),

@@ -154,7 +154,10 @@ type Tool struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// OutputSchema is kept for tool pinning (a changed output schema is a
+	// changed tool); it is not re-exported to clients.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
 }
 
 // maxToolPages bounds pagination against a provider that never stops

@@ -53,6 +53,10 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 	}
 	cctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	tools, err := inst.b.ListTools(cctx)
+	var q *Quarantine
+	if err == nil {
+		q = p.vetTools(cctx, tools)
+	}
 	cancel()
 	p.opts.Events.HealthChecked(p.id, err)
 
@@ -68,6 +72,7 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 	}
 	if err == nil {
 		p.tools = tools
+		p.applyVet(q, tools)
 		p.health.ConsecutiveFailures = 0
 		p.health.LastSuccessAt = now
 		p.degradations = 0

@@ -130,6 +130,10 @@ func (m *Manager) Probe(ctx context.Context, id string) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	tools, err := inst.b.ListTools(cctx)
+	var q *Quarantine
+	if err == nil {
+		q = p.vetTools(cctx, tools)
+	}
 	cancel()
 	now := p.opts.Now()
 	p.mu.Lock()
@@ -141,6 +145,7 @@ func (m *Manager) Probe(ctx context.Context, id string) error {
 	p.health.LastCheck = now
 	if err == nil {
 		p.tools = tools
+		p.applyVet(q, tools)
 		p.health.ConsecutiveFailures = 0
 		p.health.LastSuccessAt = now
 		p.degradations = 0

@@ -100,6 +100,9 @@ type Options struct {
 	Global *Limiter
 	// BackoffBase and BackoffMax shape restart backoff (1s doubling, 60s).
 	BackoffBase, BackoffMax time.Duration
+	// ToolGate vets every fresh tools/list against the tool pins; nil
+	// serves tools unvetted (pinning.go).
+	ToolGate ToolGate
 }
 
 // Provider is one configured MCP server.
@@ -135,6 +138,7 @@ type Provider struct {
 	lastUsed      time.Time
 	inflight      int
 	lastStderr    string
+	quarantine    *Quarantine // tools withheld, calls refused (pinning.go)
 }
 
 // New returns a COLD provider.
@@ -355,6 +359,10 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = errors.Join(errors.New("no answer within start timeout "+timeout.String()), err)
 	}
+	var q *Quarantine
+	if err == nil {
+		q = p.vetTools(ctx, tools)
+	}
 	took := p.opts.Now().Sub(began)
 	p.opts.Events.ColdStart(p.id, took, err)
 
@@ -390,6 +398,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 	}
 	p.inst = inst
 	p.tools = tools
+	p.applyVet(q, tools)
 	p.startFailures = 0
 	p.lastErr = nil
 	p.lastUsed = p.opts.Now()
@@ -518,6 +527,9 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 	if !p.policy.Allowed(tool) {
 		return nil, Errorf(KindToolNotAllowed, p.id+"."+tool, "blocked by the tool access policy")
 	}
+	if err := p.quarantineErr(); err != nil {
+		return nil, err
+	}
 	release, err := p.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -607,6 +619,12 @@ func (p *Provider) classify(ctx context.Context, inst *instance, err error) erro
 // Tools returns the tools the policy allows: the predefined ones when the
 // config has them, else the cache from the last tools/list.
 func (p *Provider) Tools() []mcpconn.Tool {
+	p.mu.Lock()
+	quarantined := p.quarantine != nil
+	p.mu.Unlock()
+	if quarantined {
+		return []mcpconn.Tool{}
+	}
 	var src []mcpconn.Tool
 	if pre := p.spec.Tools.Predefined; len(pre) > 0 {
 		src = make([]mcpconn.Tool, len(pre))
@@ -633,13 +651,25 @@ func (p *Provider) Predefined() bool { return len(p.spec.Tools.Predefined) > 0 }
 
 // FilteredCount is how many known tools the policy hides.
 func (p *Provider) FilteredCount() int {
-	p.mu.Lock()
-	n := len(p.tools)
-	p.mu.Unlock()
-	if p.Predefined() {
-		n = len(p.spec.Tools.Predefined)
+	var names []string
+	if pre := p.spec.Tools.Predefined; len(pre) > 0 {
+		for _, t := range pre {
+			names = append(names, t.Name)
+		}
+	} else {
+		p.mu.Lock()
+		for _, t := range p.tools {
+			names = append(names, t.Name)
+		}
+		p.mu.Unlock()
 	}
-	return n - len(p.Tools())
+	n := 0
+	for _, name := range names {
+		if !p.policy.Allowed(name) {
+			n++
+		}
+	}
+	return n
 }
 
 // ToolsOrStart returns the tools, starting a cold provider to learn them

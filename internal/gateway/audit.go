@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// Audit actions.
+const (
+	ActionToolCall    = "tools/call"  // a hangar_* tool (or a front-door tool)
+	ActionHangarCall  = "hangar_call" // one provider call inside hangar_call
+	auditWriteTimeout = 2 * time.Second
+)
+
+// Audit outcomes besides the provider error kinds.
+const (
+	OutcomeOK        = "ok"
+	OutcomeToolError = "tool_error"
+	OutcomeError     = "error"
+	OutcomeDenied    = "denied"
+)
+
+// Log fields of an audit line.
+const (
+	FieldIdentity = "identity"
+	FieldAction   = "action"
+	FieldAllowed  = "allowed"
+	FieldReason   = "reason"
+	FieldOutcome  = "outcome"
+)
+
+// auditIdentity names the caller in the audit trail: the token name or
+// JWT subject, "anonymous" without one. Never a credential.
+func auditIdentity(ctx context.Context) string {
+	id, ok := auth.FromContext(ctx)
+	if !ok || id.Name == "" {
+		return anonymousOwner
+	}
+	return id.Name
+}
+
+// RecordAudit writes one decision on a tool call to the structured log
+// and to the audit store (when the gateway has one). Identity and At are
+// filled from ctx and the clock when empty. Entries carry names, verdicts
+// and kinds only: never argument values, results or error details, which
+// may hold secrets. A store write failure is logged, never returned: the
+// call it records has already been decided.
+func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
+	if e.Identity == "" {
+		e.Identity = auditIdentity(ctx)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	level := slog.LevelInfo
+	if !e.Allowed {
+		level = slog.LevelWarn
+	}
+	g.logFrom(ctx).LogAttrs(ctx, level, "audit",
+		slog.String(FieldIdentity, e.Identity),
+		slog.String(FieldAction, e.Action),
+		slog.String(FieldTool, e.Tool),
+		slog.String(FieldServer, e.Server),
+		slog.Bool(FieldAllowed, e.Allowed),
+		slog.String(FieldReason, e.Reason),
+		slog.String(FieldOutcome, e.Outcome),
+		slog.Float64(FieldDurationMs, e.DurationMs),
+	)
+	if g.AuditStore == nil {
+		return
+	}
+	// The caller's context may end with the call; the record must not.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
+	defer cancel()
+	if err := g.AuditStore.AppendAudit(wctx, e); err != nil {
+		g.Log.Warn("audit entry not stored", FieldServer, e.Server, FieldTool, e.Tool, FieldError, err)
+	}
+}
+
+// auditProviderCall records one call routed to a provider or group.
+func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool string, began time.Time, res *mcp.CallToolResult, err error) {
+	e := store.AuditEntry{
+		Server:     server,
+		Action:     action,
+		Tool:       tool,
+		Allowed:    true,
+		DurationMs: float64(time.Since(began).Microseconds()) / 1000,
+	}
+	switch kind := provider.KindOf(err); {
+	case err == nil && res != nil && res.IsError:
+		e.Outcome = OutcomeToolError
+	case err == nil:
+		e.Outcome = OutcomeOK
+	case deniedKind(kind):
+		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, denialReason(err, kind)
+	case errors.Is(err, context.DeadlineExceeded):
+		e.Outcome = provider.KindTimeout
+	default:
+		e.Outcome = kind
+	}
+	g.RecordAudit(ctx, e)
+}
+
+// deniedKind reports whether an error kind is the gateway refusing the
+// call (policy, quarantine, an unknown target) rather than the call failing.
+func deniedKind(kind string) bool {
+	switch kind {
+	case provider.KindToolNotAllowed, provider.KindUnknownServer, provider.KindUnknownGroup, provider.KindQuarantined:
+		return true
+	}
+	return false
+}
+
+// denialReason is the kind plus the gateway's own fixed explanation; a
+// provider's error text is never copied here.
+func denialReason(err error, kind string) string {
+	var pe *provider.Error
+	if errors.As(err, &pe) && pe.Detail != "" && kind != provider.KindUnknownServer {
+		return kind + ": " + pe.Detail
+	}
+	return kind
+}
+
+// auditToolCall records a call of one of the gateway's own tools.
+func (g *Gateway) auditToolCall(ctx context.Context, req mcp.CallToolRequest, began time.Time, res *mcp.CallToolResult, err error) {
+	e := store.AuditEntry{
+		Action:     ActionToolCall,
+		Tool:       req.Params.Name,
+		Allowed:    true,
+		DurationMs: float64(time.Since(began).Microseconds()) / 1000,
+		Outcome:    OutcomeOK,
+	}
+	if a, ok := req.Params.Arguments.(map[string]any); ok {
+		// The target's name, never an argument value otherwise.
+		if s, ok := a["mcp_server"].(string); ok {
+			e.Server = s
+		}
+	}
+	switch {
+	case err != nil:
+		e.Outcome = OutcomeError
+	case res != nil && res.IsError:
+		e.Outcome = OutcomeToolError
+		// Wire errors start with their kind ("unknown_mcp_server: x"):
+		// keep the kind, not the text.
+		if kind, _, found := strings.Cut(textOf(res), ":"); found && !strings.ContainsAny(kind, " \n") {
+			e.Outcome = kind
+		}
+	}
+	g.RecordAudit(ctx, e)
+}

@@ -1,0 +1,266 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The JSON-RPC envelope of a POSTed message is checked here, before mcp-go
+// sees it, because mcp-go takes a request whose "id" is null (or an object,
+// or an array) for a notification and drops it without an answer, and
+// answers a batch with a parse error. The body is read once, bounded, and
+// handed on as bytes.
+
+// Message kinds.
+const (
+	KindRequest      = "request"
+	KindNotification = "notification"
+	KindResponse     = "response"
+)
+
+// JSON-RPC error codes the envelope check answers with.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+)
+
+// Envelope is what the gateway knows of a POSTed JSON-RPC message before
+// mcp-go parses it.
+type Envelope struct {
+	Kind   string // KindRequest | KindNotification | KindResponse
+	Method string // "" for a response
+	// ID is the request id as sent (a JSON string or number), nil for a
+	// notification.
+	ID json.RawMessage
+	// ProtocolVersion is params._meta's protocol version (MCP 2026-07-28
+	// states it per request), "" when absent.
+	ProtocolVersion string
+}
+
+// EnvelopeError is a message refused by the envelope check, answered as a
+// JSON-RPC error.
+type EnvelopeError struct {
+	Code    int
+	Message string
+	// ID is echoed in the answer when the message had a valid one.
+	ID json.RawMessage
+}
+
+func (e *EnvelopeError) Error() string { return e.Message }
+
+func invalid(id json.RawMessage, format string, args ...any) *EnvelopeError {
+	return &EnvelopeError{Code: codeInvalidRequest, Message: "Invalid Request: " + fmt.Sprintf(format, args...), ID: id}
+}
+
+// ParseEnvelope classifies one POST body. It never returns both a nil
+// error and an unusable envelope: every message mcp-go would misread is
+// refused here.
+func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
+	// JSON's whitespace only: bytes.TrimSpace would also drop \f and
+	// friends, and so accept what a JSON parser refuses.
+	trimmed := bytes.Trim(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return Envelope{}, &EnvelopeError{Code: codeParseError, Message: "Parse error: empty body"}
+	}
+	notJSON := &EnvelopeError{Code: codeParseError, Message: "Parse error: body is not valid JSON"}
+	switch trimmed[0] {
+	case '{':
+		// Decoding the object below validates it: one pass, not two.
+	case '[':
+		if !json.Valid(trimmed) {
+			return Envelope{}, notJSON
+		}
+		// MCP 2025-06-18 removed JSON-RPC batching and mcp-go does not
+		// accept batches: refuse the whole array rather than answer each
+		// element with an error it did not deserve.
+		return Envelope{}, invalid(nil, "batch requests are not supported; send one JSON-RPC message per POST")
+	default:
+		if !json.Valid(trimmed) {
+			return Envelope{}, notJSON
+		}
+		return Envelope{}, invalid(nil, "a JSON-RPC message must be a JSON object")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return Envelope{}, notJSON
+	}
+
+	var env Envelope
+	rawID, hasID := m["id"]
+	if hasID {
+		if !isStringOrNumber(rawID) {
+			return Envelope{}, invalid(nil, "id must be a string or a number (got %s)", describeID(rawID))
+		}
+		env.ID = rawID
+	}
+	if v, ok := m["jsonrpc"]; !ok || string(v) != `"2.0"` {
+		return Envelope{}, invalid(env.ID, `jsonrpc must be "2.0"`)
+	}
+	if raw, ok := m["method"]; ok {
+		if err := json.Unmarshal(raw, &env.Method); err != nil || jsonKind(raw) != "string" {
+			return Envelope{}, invalid(env.ID, "method must be a string (got %s)", jsonKind(raw))
+		}
+		if env.Method == "" {
+			return Envelope{}, invalid(env.ID, "method must not be empty")
+		}
+		env.Kind = KindNotification
+		if hasID {
+			env.Kind = KindRequest
+		}
+		env.ProtocolVersion = metaProtocolVersion(m["params"])
+		return env, nil
+	}
+	_, hasResult := m["result"]
+	_, hasError := m["error"]
+	switch {
+	case !hasResult && !hasError:
+		return Envelope{}, invalid(env.ID, "a message needs a method (request, notification) or a result or an error (response)")
+	case hasResult && hasError:
+		return Envelope{}, invalid(env.ID, "a response has a result or an error, not both")
+	case !hasID:
+		return Envelope{}, invalid(nil, "a response needs the id of the request it answers")
+	}
+	env.Kind = KindResponse
+	return env, nil
+}
+
+// isStringOrNumber also refuses a number no float64 holds (1e400): mcp-go
+// could not decode it and would answer a parse error without the id.
+func isStringOrNumber(raw json.RawMessage) bool {
+	switch jsonKind(raw) {
+	case "string":
+		return true
+	case "number":
+		var f float64
+		return json.Unmarshal(raw, &f) == nil
+	}
+	return false
+}
+
+// jsonKind names the JSON type of a valid value.
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+func describeID(raw json.RawMessage) string {
+	if k := jsonKind(raw); k != "number" {
+		return k
+	}
+	return "a number out of range"
+}
+
+func metaProtocolVersion(params json.RawMessage) string {
+	// Most requests carry no _meta: do not decode large arguments for it.
+	if len(params) == 0 || jsonKind(params) != "object" || !bytes.Contains(params, []byte(`"_meta"`)) {
+		return ""
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	var v string
+	_ = json.Unmarshal(p.Meta[mcp.MetaKeyProtocolVersion], &v)
+	return v
+}
+
+type envelopeKey struct{}
+
+// RequestEnvelope returns the envelope of the POST being served, checked
+// by the HTTP endpoint; ok is false outside a POST to /mcp.
+func RequestEnvelope(ctx context.Context) (Envelope, bool) {
+	env, ok := ctx.Value(envelopeKey{}).(Envelope)
+	return env, ok
+}
+
+// checkEnvelope bounds and reads a POST body, refuses what ParseEnvelope
+// refuses, and hands the body on as bytes with the envelope in the
+// context. A body over limit is refused with 413 before any of it is read
+// when its Content-Length says so, and as soon as the limit is crossed
+// when it is chunked: neither this handler nor mcp-go buffers it whole.
+func checkEnvelope(limit int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			tooLarge(w, limit)
+			return
+		}
+		if r.Body == nil {
+			r.Body = http.NoBody
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				tooLarge(w, limit)
+				return
+			}
+			http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		env, eerr := ParseEnvelope(body)
+		if eerr != nil {
+			writeEnvelopeError(w, eerr)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), envelopeKey{}, env)))
+	})
+}
+
+func tooLarge(w http.ResponseWriter, limit int64) {
+	// The rest of the body is not read: close the connection rather than
+	// let net/http drain it.
+	w.Header().Set("Connection", "close")
+	http.Error(w, "Request Entity Too Large: the body exceeds "+strconv.FormatInt(limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
+}
+
+func writeEnvelopeError(w http.ResponseWriter, e *EnvelopeError) {
+	id := json.RawMessage("null")
+	if len(e.ID) > 0 {
+		id = e.ID
+	}
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{e.Code, e.Message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(append(body, '\n'))
+}

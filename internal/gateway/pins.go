@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// The gateway's side of tool pinning (package pin, provider/pinning.go):
+// hangar_details shows why a provider's tools are withheld, hangar_quarantine
+// lists it, and hangar_approve accepts its new tools.
+
+// quarantineSource is the "source" of a pin quarantine in hangar_quarantine.
+const quarantineSource = "tool_pins"
+
+// quarantineOf is hangar_details' "quarantine" field: null when the
+// provider serves its pinned tools.
+func quarantineOf(p *provider.Provider) any {
+	q, ok := p.Quarantined()
+	if !ok {
+		return nil
+	}
+	changes := q.Changes
+	if changes == nil {
+		changes = []provider.ToolChange{}
+	}
+	return map[string]any{
+		"reason":          q.Reason,
+		"detail":          q.Detail,
+		"changes":         changes,
+		"quarantine_time": timeOrNil(q.Since),
+		"approve_with":    "hangar_approve",
+	}
+}
+
+// pinQuarantined lists the providers whose tools are withheld, in
+// hangar_quarantine's shape.
+func (g *Gateway) pinQuarantined() []map[string]any {
+	var out []map[string]any
+	if g.Providers == nil {
+		return nil
+	}
+	for _, p := range g.Providers.List() {
+		q, ok := p.Quarantined()
+		if !ok {
+			continue
+		}
+		out = append(out, map[string]any{
+			"name":            p.ID(),
+			"source":          quarantineSource,
+			"reason":          q.Reason,
+			"quarantine_time": timeOrNil(q.Since),
+			"detail":          q.Detail,
+		})
+	}
+	return out
+}
+
+// approvePins is hangar_approve for a provider quarantined by its pins: it
+// re-pins the tools it now serves. handled is false when name is not such
+// a provider, so discovery gets to decide.
+func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallToolResult, handled bool) {
+	if g.Providers == nil {
+		return nil, false
+	}
+	p, found := g.Providers.Get(name)
+	if !found {
+		return nil, false
+	}
+	if _, q := p.Quarantined(); !q {
+		return nil, false
+	}
+	n, err := p.AcceptTools(ctx)
+	if errors.Is(err, provider.ErrNotQuarantined) {
+		// Approved by someone else meanwhile: the outcome asked for.
+		err = nil
+	}
+	if err != nil {
+		res, _ = ok(map[string]any{"approved": false, "mcp_server": name, "error": err.Error()})
+		return res, true
+	}
+	g.logFrom(ctx).Info("tools re-pinned by approval", FieldServer, name, "tools", n)
+	res, _ = ok(map[string]any{"approved": true, "mcp_server": name, "status": "registered", "tools_pinned": n})
+	return res, true
+}
+
+// forgetPins drops a server's pins when an operator approves it afresh
+// (a discovered container): its next start pins what it serves then.
+func (g *Gateway) forgetPins(ctx context.Context, server string) {
+	if g.Pins == nil || server == "" {
+		return
+	}
+	if err := g.Pins.ReplaceToolPins(ctx, server, nil); err != nil {
+		g.logFrom(ctx).Warn("tool pins not cleared on approval", FieldServer, server, FieldError, err)
+	}
+}

@@ -1,0 +1,371 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+)
+
+// Streamable HTTP sessions (MCP up to 2025-11-25) are kept here, not in
+// mcp-go: its default session manager accepts any well-formed made-up id,
+// ignores DELETE, and a GET with an unknown id creates a session. The table
+// below is the one source of truth: it mints ids (crypto/rand), binds each
+// to the identity that opened it, bounds their number, expires idle ones,
+// and answers 404 for an id it does not hold for this caller. mcp-go sees
+// it through a SessionIdManager and only ever gets requests for sessions
+// the table vouched for. MCP 2026-07-28 has no sessions: those requests
+// pass untouched.
+
+// anonymousOwner owns the sessions of callers without an identity.
+const anonymousOwner = "anonymous"
+
+// errSessionsFull is the refusal of a new session when max_sessions are open.
+var errSessionsFull = errors.New("session limit reached")
+
+// sessionOwner is who a request's sessions belong to.
+func sessionOwner(ctx context.Context) string {
+	id, ok := auth.FromContext(ctx)
+	if !ok || id.Kind == auth.KindAnonymous {
+		return anonymousOwner
+	}
+	return id.Kind + ":" + id.Name
+}
+
+type session struct {
+	owner      string
+	lastActive time.Time
+	// busy counts requests and GET streams in flight: a session serving
+	// one is not idle, however long the call takes.
+	busy    int
+	streams map[*context.CancelFunc]struct{}
+}
+
+// sessionTable holds the open sessions.
+type sessionTable struct {
+	max int
+	ttl time.Duration
+	log *slog.Logger
+	// release frees what mcp-go holds for an ended session (an internal
+	// DELETE through the streamable server); set once before serving.
+	release func(id string)
+
+	mu       sync.Mutex
+	byID     map[string]*session
+	reserved int  // initialize requests between the capacity check and Generate
+	sweeping bool // the sweeper goroutine runs while sessions exist
+	stop     chan struct{}
+	closed   bool
+}
+
+func newSessionTable(max int, ttl time.Duration, log *slog.Logger) *sessionTable {
+	return &sessionTable{max: max, ttl: ttl, log: log, byID: map[string]*session{}, stop: make(chan struct{})}
+}
+
+// reservation holds a slot for an initialize request until mcp-go asks
+// for the session id (Generate), or gives it back.
+type reservation struct {
+	t    *sessionTable
+	used bool // guarded by t.mu
+}
+
+func (t *sessionTable) reserve() (*reservation, error) {
+	t.mu.Lock()
+	if len(t.byID)+t.reserved >= t.max {
+		expired := t.expiredLocked(time.Now())
+		t.mu.Unlock()
+		t.free(expired)
+		t.mu.Lock()
+	}
+	defer t.mu.Unlock()
+	if len(t.byID)+t.reserved >= t.max {
+		return nil, errSessionsFull
+	}
+	t.reserved++
+	return &reservation{t: t}, nil
+}
+
+func (r *reservation) release() {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	if !r.used {
+		r.used = true
+		r.t.reserved--
+	}
+}
+
+// create mints a session for owner, using res's slot when it has one.
+func (t *sessionTable) create(owner string, res *reservation) string {
+	id := rand.Text() // 26 base32 characters: 130 bits from the CSPRNG
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if res != nil && res.t == t && !res.used {
+		res.used = true
+		t.reserved--
+	}
+	t.byID[id] = &session{owner: owner, lastActive: time.Now()}
+	if !t.sweeping && !t.closed {
+		t.sweeping = true
+		go t.sweep()
+	}
+	return id
+}
+
+// acquire returns the session id names when owner holds it and it has not
+// expired, marking it busy until done is called.
+func (t *sessionTable) acquire(id, owner string) (s *session, ok bool) {
+	t.mu.Lock()
+	s = t.byID[id]
+	if s == nil || s.owner != owner {
+		t.mu.Unlock()
+		return nil, false
+	}
+	now := time.Now()
+	if t.idle(s, now) {
+		// The sweeper has not come round yet; the session is over all
+		// the same.
+		delete(t.byID, id)
+		t.mu.Unlock()
+		t.free([]string{id})
+		return nil, false
+	}
+	s.busy++
+	s.lastActive = now
+	t.mu.Unlock()
+	return s, true
+}
+
+func (t *sessionTable) done(s *session) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.busy--
+	s.lastActive = time.Now()
+}
+
+// stream registers the cancel of a GET stream, so that ending the session
+// ends the stream; the returned func unregisters it.
+func (t *sessionTable) stream(s *session, cancel context.CancelFunc) func() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.streams == nil {
+		s.streams = map[*context.CancelFunc]struct{}{}
+	}
+	s.streams[&cancel] = struct{}{}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(s.streams, &cancel)
+	}
+}
+
+// terminate ends a session: it is forgotten at once and its GET streams
+// are cancelled. It reports whether the session existed.
+func (t *sessionTable) terminate(id string) bool {
+	t.mu.Lock()
+	s := t.byID[id]
+	delete(t.byID, id)
+	var cancels []context.CancelFunc
+	if s != nil {
+		for c := range s.streams {
+			cancels = append(cancels, *c)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range cancels {
+		c()
+	}
+	return s != nil
+}
+
+func (t *sessionTable) idle(s *session, now time.Time) bool {
+	return s.busy == 0 && now.Sub(s.lastActive) >= t.ttl
+}
+
+// expiredLocked removes and returns the sessions idle past the TTL.
+func (t *sessionTable) expiredLocked(now time.Time) []string {
+	var ids []string
+	for id, s := range t.byID {
+		if t.idle(s, now) {
+			delete(t.byID, id)
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// free releases what mcp-go holds for ended sessions.
+func (t *sessionTable) free(ids []string) {
+	for _, id := range ids {
+		t.log.Info("session expired", "idle_ttl", t.ttl.String())
+		if t.release != nil {
+			t.release(id)
+		}
+	}
+}
+
+// sweep expires idle sessions until none is left (or the table closes);
+// create starts it again with the next session, so an idle gateway runs
+// no goroutine for sessions.
+func (t *sessionTable) sweep() {
+	interval := min(max(t.ttl/4, time.Second), time.Minute)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-ticker.C:
+			t.mu.Lock()
+			expired := t.expiredLocked(now)
+			last := len(t.byID) == 0
+			if last {
+				t.sweeping = false
+			}
+			t.mu.Unlock()
+			t.free(expired)
+			if last {
+				return
+			}
+		}
+	}
+}
+
+// close stops the sweeper; sessions left are ended by mcp-go's shutdown.
+func (t *sessionTable) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.closed = true
+		close(t.stop)
+	}
+}
+
+// count is the number of open sessions.
+func (t *sessionTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
+
+// sessionManager is the table as mcp-go sees it, for one request: the
+// resolver hands mcp-go a manager carrying the request's owner and
+// reservation, so Generate binds the new session to the caller.
+type sessionManager struct {
+	t     *sessionTable
+	owner string
+	res   *reservation
+}
+
+var (
+	_ server.SessionIdManager         = sessionManager{}
+	_ server.SessionIdManagerResolver = (*sessionTable)(nil)
+)
+
+type reservationKey struct{}
+
+// ResolveSessionIdManager implements server.SessionIdManagerResolver; r is
+// nil when mcp-go shuts down.
+func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	m := sessionManager{t: t, owner: anonymousOwner}
+	if r != nil {
+		m.owner = sessionOwner(r.Context())
+		m.res, _ = r.Context().Value(reservationKey{}).(*reservation)
+	}
+	return m
+}
+
+func (m sessionManager) Generate() string { return m.t.create(m.owner, m.res) }
+
+// Validate is reached only for sessions the middleware vouched for; it
+// checks again so that nothing reaches mcp-go on a stale id.
+func (m sessionManager) Validate(id string) (bool, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if s := m.t.byID[id]; s == nil || s.owner != m.owner {
+		return false, fmt.Errorf("session not found")
+	}
+	return false, nil
+}
+
+func (m sessionManager) Terminate(id string) (bool, error) {
+	m.t.terminate(id)
+	return false, nil
+}
+
+// middleware enforces the table in front of mcp-go.
+func (t *sessionTable) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env, isPost := RequestEnvelope(r.Context())
+		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || (isPost && mcp.IsModernProtocol(env.ProtocolVersion)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch r.Method {
+		case http.MethodPost:
+			if env.Method == string(mcp.MethodInitialize) {
+				res, err := t.reserve()
+				if err != nil {
+					w.Header().Set("Retry-After", "30")
+					http.Error(w, "Service Unavailable: "+err.Error()+" (server.max_sessions = "+strconv.Itoa(t.max)+
+						"); end unused sessions with DELETE or retry later", http.StatusServiceUnavailable)
+					return
+				}
+				defer res.release()
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reservationKey{}, res)))
+				return
+			}
+		case http.MethodGet, http.MethodDelete:
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		id := r.Header.Get(server.HeaderKeySessionID)
+		if id == "" {
+			http.Error(w, "Bad Request: the "+server.HeaderKeySessionID+" header is required (send initialize first)", http.StatusBadRequest)
+			return
+		}
+		s, ok := t.acquire(id, sessionOwner(r.Context()))
+		if !ok {
+			// The same answer for unknown, expired, ended and someone
+			// else's: never tell a caller that a session exists.
+			http.Error(w, "Not Found: no such session; send initialize to start a new one", http.StatusNotFound)
+			return
+		}
+		defer t.done(s)
+		if r.Method == http.MethodGet {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer t.stream(s, cancel)()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// releaseVia frees mcp-go's per-session state of an expired session by
+// serving it an internal DELETE: the only entry point that runs its
+// cleanup without its own sweeper.
+func releaseVia(h http.Handler) func(id string) {
+	return func(id string) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", http.NoBody)
+		req.Header.Set(server.HeaderKeySessionID, id)
+		h.ServeHTTP(discard{h: http.Header{}}, req)
+	}
+}
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ h http.Header }
+
+func (d discard) Header() http.Header         { return d.h }
+func (d discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d discard) WriteHeader(int)             {}

@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
@@ -35,8 +36,15 @@ import (
 // Options are the command-line level settings.
 type Options struct {
 	// Instance names this gateway on the engine (LabelOwner); containers
-	// of another instance are never touched.
+	// of another instance are never touched, and a second live gateway of
+	// the same name on the same engine is refused (see package instance).
+	// "" means the compose project the gateway's container belongs to,
+	// else "default".
 	Instance string
+	// Listen is the address of the gateway's HTTP endpoint, recorded in the
+	// instance lease so that a gateway on another host can check that this
+	// one is alive; "" when it serves stdio.
+	Listen string
 	Log      *slog.Logger // nil: from the config's logging section, on stderr
 	// WorkerTick is how often health and idle workers look at providers
 	// (default 1s).
@@ -54,9 +62,16 @@ type App struct {
 	Metrics   *metrics.Metrics
 	Log       *slog.Logger
 
+	// Instance is the instance name in use (Options.Instance resolved).
+	Instance string
+
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
+	self      instance.Container // the gateway's own container, zero on a host
 	selfNets  []string
+	leaseMu   sync.Mutex
+	lease     *instance.Lease // nil until taken
+	holder    instance.Holder
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -75,13 +90,12 @@ func NewLogger(l config.Logging, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// New builds the gateway from cfg: it connects to the Docker engine, removes
-// containers an earlier run of this instance left behind, and registers
-// every configured provider and group (with its members) COLD.
+// New builds the gateway from cfg: it connects to the Docker engine, takes
+// the instance's lease (failing when another live gateway holds it, before
+// any container is touched), removes containers an earlier run of this
+// instance left behind, and registers every configured provider and group
+// (with its members) COLD.
 func New(cfg *config.Config, o Options) (*App, error) {
-	if o.Instance == "" {
-		o.Instance = "default"
-	}
 	log := o.Log
 	if log == nil {
 		log = NewLogger(cfg.Logging, os.Stderr)
@@ -95,12 +109,36 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	a.docker = cli
-	a.Runtime = dockerrt.New(cli, o.Instance, log)
+	a.detectSelf(ctx)
+	a.Instance = o.Instance
+	if a.Instance == "" {
+		a.Instance = instance.DefaultName
+		if a.self.ComposeProject != "" {
+			a.Instance = a.self.ComposeProject
+		}
+	}
+	if err := instance.CheckName(a.Instance); err != nil {
+		cancel()
+		_ = cli.Close()
+		return nil, err
+	}
+	a.holder = instance.Self(a.Instance, a.self, o.Listen)
+	a.Runtime = dockerrt.New(cli, a.Instance, log)
+	a.Runtime.SetGuard(a.holdLease)
 
 	// A dead engine at start-up is not fatal: remote providers still work
-	// and the watcher reconnects when the engine comes back.
+	// and the watcher reconnects when the engine comes back; the lease is
+	// then taken before the first container is touched. Another live
+	// holder of the name is fatal.
 	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
-	if n, err := a.Runtime.Reap(rctx, nil); err != nil {
+	if err := a.holdLease(rctx); errors.Is(err, instance.ErrHeld) {
+		rcancel()
+		cancel()
+		_ = cli.Close()
+		return nil, err
+	} else if err != nil {
+		log.Warn("docker engine unavailable at start-up", "error", err)
+	} else if n, err := a.Runtime.Reap(rctx, nil); err != nil {
 		log.Warn("docker engine unavailable at start-up", "error", err)
 	} else if n > 0 {
 		log.Info("removed containers left by an earlier run", "count", n)
@@ -108,7 +146,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	rcancel()
 
 	a.Metrics = metrics.New()
-	a.selfNets = a.selfNetworks(ctx)
+	a.selfNets = a.self.Networks
 	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork()}
 	a.Providers = provider.NewManager(launcher, provider.Options{
 		Log:    log,
@@ -166,14 +204,47 @@ func (a *App) goOwned(f func()) {
 	}()
 }
 
-// selfNetworks are the networks of the gateway's own container, none when
-// it runs on a host.
-func (a *App) selfNetworks(ctx context.Context) []string {
+// detectSelf finds the gateway's own container (its networks and compose
+// project), none when it runs on a host.
+func (a *App) detectSelf(ctx context.Context) {
 	host, err := os.Hostname()
 	if err != nil {
+		return
+	}
+	a.self, _ = instance.Detect(ctx, a.docker, host)
+}
+
+// holdLease takes the instance's lease unless it is held already; the
+// Runtime calls it before it creates or reaps anything.
+func (a *App) holdLease(ctx context.Context) error {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	if a.lease != nil {
 		return nil
 	}
-	return a.Runtime.SelfNetworks(ctx, host)
+	l, err := instance.Acquire(ctx, &instance.Checker{API: a.docker, Self: a.holder})
+	if err != nil {
+		return err
+	}
+	a.lease = l
+	if l.TookOver != nil {
+		a.Log.Warn("took the instance over from a gateway that is gone; removing its leftovers",
+			"instance", a.Instance, "previous", l.TookOver.String())
+	} else {
+		a.Log.Info("instance lease taken", "instance", a.Instance, "lease", instance.VolumeName(a.Instance))
+	}
+	return nil
+}
+
+func (a *App) releaseLease(ctx context.Context) error {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	if a.lease == nil {
+		return nil
+	}
+	err := a.lease.Release(ctx)
+	a.lease = nil
+	return err
 }
 
 // httpNetwork is where containers serving MCP over HTTP go: the gateway's
@@ -243,11 +314,15 @@ func (a *App) Close(ctx context.Context) error {
 		a.discovery.Close()
 	}
 	err := a.Providers.StopAll(ctx, "shutdown")
-	if _, rerr := a.Runtime.Reap(ctx, nil); rerr != nil && err == nil {
+	if _, rerr := a.Runtime.ReapAll(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
 	a.cancel()
 	a.wg.Wait()
+	// Last: once the lease is gone another gateway may take the name.
+	if lerr := a.releaseLease(ctx); lerr != nil && err == nil {
+		err = lerr
+	}
 	_ = a.docker.Close()
 	return err
 }

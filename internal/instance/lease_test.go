@@ -166,7 +166,10 @@ func TestAcquireFreshAndRelease(t *testing.T) {
 // a dead one is taken over and leaves no takeover volume behind.
 func TestAcquireAgainstHolder(t *testing.T) {
 	t.Parallel()
-	inCtr := func(h Holder) Holder { h.Container, h.ContainerName, h.PIDNS = "c0ffee0000000000", "stack-hangar-1", "boot-1/pid:[9]"; return h }
+	inCtr := func(h Holder) Holder {
+		h.Container, h.ContainerName, h.PIDNS = "c0ffee0000000000", "stack-hangar-1", "boot-1/pid:[9]"
+		return h
+	}
 	otherHost := func(h Holder) Holder { h.Host, h.PIDNS = "hostB", "boot-2/pid:[1]"; return h }
 	tests := []struct {
 		name       string

@@ -69,7 +69,18 @@ func TestInstanceSecondGatewayRefused(t *testing.T) {
 // shutdown then releases the lease.
 func TestInstanceKill9ThenRestart(t *testing.T) {
 	name := newInstance(t)
-	cfg := writeConfig(t, mathConfig)
+	// An HTTP provider: its container keeps running when the gateway dies
+	// (a stdio one would end with its stdin), so only the reaper removes it.
+	cfg := writeConfig(t, `
+mcp_servers:
+  web:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    args: ["--transport", "http", "--port", "8080"]
+    transport: http
+    port: 8080
+    start_timeout_s: 30
+`)
 	t.Cleanup(func() {
 		removeContainers(t, containers(t, name, ""))
 		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
@@ -100,34 +111,34 @@ func TestInstanceKill9ThenRestart(t *testing.T) {
 
 	cmd, addr, exited := start()
 	s := connect(t, "http://"+addr+"/mcp")
-	if r := s.callOne(t, "math", "add", map[string]any{"a": 1, "b": 1}); r["success"] != true {
-		t.Fatalf("add: %v", r)
+	if r := s.callOne(t, "web", "echo", map[string]any{"text": "before"}); r["success"] != true {
+		t.Fatalf("echo: %v", r)
 	}
-	left := containers(t, name, "math")
+	left := containers(t, name, "web")
 	if len(left) != 1 {
-		t.Fatalf("%d math containers, want 1", len(left))
+		t.Fatalf("%d web containers, want 1", len(left))
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-exited
 	_ = s.Close()
-	if n := countContainers(t, name, "math"); n != 1 {
-		t.Fatalf("%d math containers after kill -9, want the 1 left behind", n)
+	if l := containers(t, name, "web"); len(l) != 1 || l[0].State != container.StateRunning {
+		t.Fatalf("after kill -9: %s, want the 1 running container left behind", describe(l))
 	}
 
 	began := time.Now()
 	cmd2, addr2, exited2 := start()
 	t.Logf("restart after kill -9 healthy in %s", time.Since(began))
-	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
-	_, err := docker.ContainerInspect(ctx, left[0].ID, client.ContainerInspectOptions{})
-	cancel()
-	if !isNotFound(err) {
-		t.Errorf("the container %.12s left by the killed gateway still exists after the restart (inspect: %v)", left[0].ID, err)
-	}
+	waitFor(t, 10*time.Second, "the container left by the killed gateway removed", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+		defer cancel()
+		_, err := docker.ContainerInspect(ctx, left[0].ID, client.ContainerInspectOptions{})
+		return isNotFound(err)
+	})
 	s2 := connect(t, "http://"+addr2+"/mcp")
-	if r := s2.callOne(t, "math", "add", map[string]any{"a": 2, "b": 3}); r["success"] != true || r["result"] != float64(5) {
-		t.Errorf("add after the restart: %v", r)
+	if r := s2.callOne(t, "web", "echo", map[string]any{"text": "after"}); r["success"] != true || r["result"] != "after" {
+		t.Errorf("echo after the restart: %v", r)
 	}
 	_ = s2.Close()
 
@@ -139,7 +150,7 @@ func TestInstanceKill9ThenRestart(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the restarted gateway did not exit within 20s of SIGTERM")
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), dockerTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
 	defer cancel()
 	if _, err := docker.VolumeInspect(ctx, instance.VolumeName(name), client.VolumeInspectOptions{}); !isNotFound(err) {
 		t.Errorf("the lease volume outlived a clean shutdown (inspect: %v)", err)

@@ -41,14 +41,14 @@ type Options struct {
 	// "" means the compose project the gateway's container belongs to,
 	// else "default".
 	Instance string
-	// Listen is the address of the gateway's HTTP endpoint, recorded in the
-	// instance lease so that a gateway on another host can check that this
-	// one is alive; "" when it serves stdio.
-	Listen string
 	Log      *slog.Logger // nil: from the config's logging section, on stderr
 	// WorkerTick is how often health and idle workers look at providers
 	// (default 1s).
 	WorkerTick time.Duration
+	// Listen is the address of the gateway's HTTP endpoint, recorded in the
+	// instance lease so that a gateway on another host can check that this
+	// one is alive; "" when it serves stdio.
+	Listen string
 }
 
 // App is a running gateway.

@@ -179,7 +179,8 @@ type Source struct {
 	Path    string // filesystem
 	Pattern string // filesystem, default "*.yaml"
 	Watch   bool   // filesystem
-	Filters SourceFilters // docker
+	// Filters narrow a docker source.
+	Filters SourceFilters
 }
 
 // Values of SourceFilters.ComposeProject besides a project name.

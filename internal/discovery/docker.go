@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // DockerAPI is the part of the engine client the Docker source uses.
@@ -36,8 +37,10 @@ const (
 	dockerCallTimeout = 10 * time.Second
 	// inspectLimit caps the inspects of one listing.
 	inspectLimit = 8
-	// Event stream reconnection backoff.
+	// minBackoff is the first wait of the health check's retries.
 	minBackoff = 250 * time.Millisecond
+	// maxBackoff is the longest wait of retry.Reconnect: a stream that
+	// lasted longer was healthy.
 	maxBackoff = 10 * time.Second
 )
 
@@ -236,7 +239,7 @@ func endpointIPs(eps map[string]*network.EndpointSettings) map[string]string {
 // onChange, since events may have been missed while the stream was down.
 // A broken stream is reopened with backoff.
 func (d *Docker) Watch(ctx context.Context, onChange func()) {
-	backoff := minBackoff
+	wait := retry.Reconnect()
 	for ctx.Err() == nil {
 		began := time.Now()
 		got, err := d.follow(ctx, onChange)
@@ -246,13 +249,13 @@ func (d *Docker) Watch(ctx context.Context, onChange func()) {
 		// A stream that delivered or lasted was healthy: start over. One
 		// that fails at once keeps backing off.
 		if got || time.Since(began) > maxBackoff {
-			backoff = minBackoff
+			wait.Reset()
 		}
-		d.log.Warn("docker event stream ended; reconnecting", FieldError, err, "retry_in", backoff)
-		if !sleepCtx(ctx, backoff) {
+		delay := wait.NextBackOff()
+		d.log.Warn("docker event stream ended; reconnecting", FieldError, err, "retry_in", delay)
+		if !retry.Sleep(ctx, delay) {
 			return
 		}
-		backoff = min(backoff*2, maxBackoff)
 	}
 }
 

@@ -84,3 +84,14 @@ func Take(ctx context.Context) bool {
 	b, ok := ctx.Value(budgetKey{}).(*Budget)
 	return !ok || b.Take()
 }
+
+// Restart is the wait before restart attempt n (n ≥ 1) of a provider that
+// failed to start or crashed: base, doubling, capped at max.
+func Restart(base, max time.Duration, n int) time.Duration {
+	b := exponential(base, max)
+	d := b.NextBackOff()
+	for i := 1; i < n && d < max; i++ {
+		d = b.NextBackOff()
+	}
+	return min(d, max)
+}

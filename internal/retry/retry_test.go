@@ -71,3 +71,18 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+func TestRestart(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		n    int
+		want time.Duration
+	}{
+		{1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {6, 32 * time.Second}, {7, 60 * time.Second}, {1000, 60 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := Restart(time.Second, time.Minute, tt.n); got != tt.want {
+			t.Errorf("Restart(1s, 1m, %d) = %s, want %s", tt.n, got, tt.want)
+		}
+	}
+}

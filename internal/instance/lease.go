@@ -142,6 +142,11 @@ func (c *Checker) Alive(ctx context.Context, h Holder) (bool, string, error) {
 			return false, "its container is not running", nil
 		}
 	}
+	if h.Container != "" && h.Container == c.Self.Container && h.PIDNS != c.Self.PIDNS {
+		// Our own container with another PID namespace: it was restarted,
+		// and a restart ends every process it ran.
+		return false, "its container (ours) restarted since", nil
+	}
 	if h.PIDNS != "" && h.PIDNS == c.Self.PIDNS {
 		proc := c.Proc
 		if proc == nil {

@@ -174,6 +174,7 @@ func TestAcquireAgainstHolder(t *testing.T) {
 	tests := []struct {
 		name       string
 		holder     Holder
+		self       Holder // zero: a process on hostA, pid 100
 		procs      map[int]uint64
 		containers map[string]bool
 		probe      bool
@@ -188,6 +189,12 @@ func TestAcquireAgainstHolder(t *testing.T) {
 			wantHeld: true, wantIn: []string{"container stack-hangar-1 (c0ffee000000)", "its container is running"}},
 		{name: "in a stopped container", holder: inCtr(holder(1, "old")), containers: map[string]bool{"c0ffee0000000000": false}},
 		{name: "in a removed container", holder: inCtr(holder(1, "old"))},
+		{name: "in our container, before it restarted", holder: inCtr(holder(1, "old")),
+			self:  func() Holder { h := inCtr(holder(1, "new")); h.PIDNS = "boot-1/pid:[10]"; return h }(),
+			procs: map[int]uint64{1: 10}, containers: map[string]bool{"c0ffee0000000000": true}},
+		{name: "in our container, running", holder: inCtr(holder(7, "old")), self: inCtr(holder(100, "new")),
+			procs: map[int]uint64{7: 70}, containers: map[string]bool{"c0ffee0000000000": true},
+			wantHeld: true, wantIn: []string{"process 7 is running"}},
 		{name: "other host, answers", holder: otherHost(holder(7, "old")), probe: true,
 			wantHeld: true, wantIn: []string{"pid 7 on host hostB", "/healthz answers"}},
 		{name: "other host, silent", holder: otherHost(holder(7, "old"))},
@@ -208,7 +215,11 @@ func TestAcquireAgainstHolder(t *testing.T) {
 			}
 			var probed string
 			probe := func(_ context.Context, addr string) bool { probed = addr; return tt.probe }
-			l, err := Acquire(t.Context(), checker(eng, holder(100, "new"), p, probe))
+			self := tt.self
+			if self.Token == "" {
+				self = holder(100, "new")
+			}
+			l, err := Acquire(t.Context(), checker(eng, self, p, probe))
 			if tt.wantHeld {
 				var held *HeldError
 				if !errors.As(err, &held) || !errors.Is(err, ErrHeld) {

@@ -25,7 +25,7 @@ func (m inspectOnly) ContainerInspect(_ context.Context, id string, _ client.Con
 func TestDetect(t *testing.T) {
 	t.Parallel()
 	compose := container.InspectResponse{ID: "abc123def4567890", Name: "/stack-hangar-1",
-		Config: &container.Config{Hostname: "abc123def456", Labels: map[string]string{LabelComposeProject: "stack"}},
+		Config:          &container.Config{Hostname: "abc123def456", Labels: map[string]string{LabelComposeProject: "stack"}},
 		NetworkSettings: &container.NetworkSettings{Networks: map[string]*network.EndpointSettings{"stack_default": {}, "b": {}}}}
 	namedLikeHost := container.InspectResponse{ID: "ffff", Name: "/vm", Config: &container.Config{Hostname: "ffff00000000"}}
 	api := inspectOnly{"abc123def456": compose, "vm": namedLikeHost}

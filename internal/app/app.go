@@ -71,6 +71,7 @@ type App struct {
 	selfNets  []string
 	leaseMu   sync.Mutex
 	lease     *instance.Lease // nil until taken
+	released  bool            // after Close: never taken again
 	holder    instance.Holder
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -222,6 +223,9 @@ func (a *App) holdLease(ctx context.Context) error {
 	if a.lease != nil {
 		return nil
 	}
+	if a.released {
+		return errors.New("the gateway is shut down")
+	}
 	l, err := instance.Acquire(ctx, &instance.Checker{API: a.docker, Self: a.holder})
 	if err != nil {
 		return err
@@ -239,6 +243,7 @@ func (a *App) holdLease(ctx context.Context) error {
 func (a *App) releaseLease(ctx context.Context) error {
 	a.leaseMu.Lock()
 	defer a.leaseMu.Unlock()
+	a.released = true
 	if a.lease == nil {
 		return nil
 	}

@@ -52,6 +52,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -119,8 +120,10 @@ type Checker struct {
 	// Proc returns the start time of pid in the caller's PID namespace;
 	// ok is false when there is no such process.
 	Proc func(pid int) (start uint64, ok bool)
-	// Probe reports whether a gateway answers /healthz at addr (host:port).
-	Probe func(ctx context.Context, addr string) bool
+	// Probe GETs /healthz at addr (host:port): nil when a gateway answers;
+	// a refused connection or errNotHealthy when none is there; any other
+	// error when the address cannot be reached to tell.
+	Probe func(ctx context.Context, addr string) error
 	// Wait pauses between takeover rounds; nil waits 100ms times the round.
 	Wait func(ctx context.Context, round int) error
 }
@@ -159,44 +162,68 @@ func (c *Checker) Alive(ctx context.Context, h Holder) (bool, string, error) {
 		return false, fmt.Sprintf("process %d is gone", h.PID), nil
 	}
 	if h.Listen != "" {
+		addr, ok := probeAddr(h)
+		if !ok {
+			return true, "it listens on the loopback interface of another host, which cannot be checked from here", nil
+		}
 		probe := c.Probe
 		if probe == nil {
 			probe = probeHealthz
 		}
-		addr := probeAddr(h)
-		if probe(ctx, addr) {
+		err := probe(ctx, addr)
+		switch {
+		case err == nil:
 			return true, "http://" + addr + "/healthz answers", nil
+		case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, errNotHealthy):
+			// The host answers and no gateway is there.
+			return false, "http://" + addr + "/healthz: " + err.Error(), nil
+		default:
+			// Unreachable is not dead: refusing to start is the safe
+			// mistake.
+			return true, "http://" + addr + "/healthz cannot be reached to check (" + err.Error() + ")", nil
 		}
-		return false, "http://" + addr + "/healthz does not answer", nil
 	}
 	return true, "it runs elsewhere and serves no HTTP endpoint to check", nil
 }
 
-// probeAddr turns a wildcard listen address into the holder's host name.
-func probeAddr(h Holder) string {
+// probeAddr is where the holder's /healthz can be reached from another
+// host: a wildcard listen address becomes its host name; ok is false for
+// a loopback address, which only its own host reaches.
+func probeAddr(h Holder) (string, bool) {
 	host, port, err := net.SplitHostPort(h.Listen)
 	if err != nil {
-		return h.Listen
+		return h.Listen, true
 	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+	ip := net.ParseIP(host)
+	switch {
+	case host == "" || (ip != nil && ip.IsUnspecified()):
 		host = h.Host
+	case host == "localhost" || (ip != nil && ip.IsLoopback()):
+		return "", false
 	}
-	return net.JoinHostPort(host, port)
+	return net.JoinHostPort(host, port), true
 }
 
-func probeHealthz(ctx context.Context, addr string) bool {
+// errNotHealthy: something answers at the address, but not a healthy
+// gateway.
+var errNotHealthy = errors.New("not a healthy gateway")
+
+func probeHealthz(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
 	if err != nil {
-		return false
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false
+		return err
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w (status %d)", errNotHealthy, resp.StatusCode)
+	}
+	return nil
 }
 
 // Lease is a held instance name.

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,7 +123,7 @@ func holder(pid int, token string) Holder {
 
 // checker's Wait lets a losing starter wait for the event it waits for in
 // real life, the dead holder's lease going away, instead of for time.
-func checker(api API, self Holder, p *procs, probe func(context.Context, string) bool) *Checker {
+func checker(api API, self Holder, p *procs, probe func(context.Context, string) error) *Checker {
 	wait := func(ctx context.Context, _ int) error {
 		eng, ok := api.(*fakeEngine)
 		for deadline := time.Now().Add(5 * time.Second); ok && time.Now().Before(deadline); runtime.Gosched() {
@@ -136,7 +140,7 @@ func checker(api API, self Holder, p *procs, probe func(context.Context, string)
 	return &Checker{API: api, Self: self, Proc: p.lookup, Probe: probe, Wait: wait}
 }
 
-func noProbe(context.Context, string) bool { return false }
+func noProbe(context.Context, string) error { return syscall.ECONNREFUSED }
 
 func TestAcquireFreshAndRelease(t *testing.T) {
 	t.Parallel()
@@ -170,6 +174,7 @@ func TestAcquireAgainstHolder(t *testing.T) {
 		h.Container, h.ContainerName, h.PIDNS = "c0ffee0000000000", "stack-hangar-1", "boot-1/pid:[9]"
 		return h
 	}
+	wild := func(h Holder) Holder { h.Listen = "0.0.0.0:8080"; return h }
 	otherHost := func(h Holder) Holder { h.Host, h.PIDNS = "hostB", "boot-2/pid:[1]"; return h }
 	tests := []struct {
 		name       string
@@ -177,7 +182,7 @@ func TestAcquireAgainstHolder(t *testing.T) {
 		self       Holder // zero: a process on hostA, pid 100
 		procs      map[int]uint64
 		containers map[string]bool
-		probe      bool
+		probe      error
 		wantHeld   bool
 		wantIn     []string // in the error
 	}{
@@ -195,9 +200,14 @@ func TestAcquireAgainstHolder(t *testing.T) {
 		{name: "in our container, running", holder: inCtr(holder(7, "old")), self: inCtr(holder(100, "new")),
 			procs: map[int]uint64{7: 70}, containers: map[string]bool{"c0ffee0000000000": true},
 			wantHeld: true, wantIn: []string{"process 7 is running"}},
-		{name: "other host, answers", holder: otherHost(holder(7, "old")), probe: true,
-			wantHeld: true, wantIn: []string{"pid 7 on host hostB", "/healthz answers"}},
-		{name: "other host, silent", holder: otherHost(holder(7, "old"))},
+		{name: "other host, answers", holder: otherHost(wild(holder(7, "old"))),
+			wantHeld: true, wantIn: []string{"pid 7 on host hostB", "http://hostB:8080/healthz answers"}},
+		{name: "other host, refused", holder: otherHost(wild(holder(7, "old"))), probe: fmt.Errorf("dial: %w", syscall.ECONNREFUSED)},
+		{name: "other host, something else answers", holder: otherHost(wild(holder(7, "old"))), probe: errNotHealthy},
+		{name: "other host, unreachable", holder: otherHost(wild(holder(7, "old"))), probe: errors.New("i/o timeout"),
+			wantHeld: true, wantIn: []string{"cannot be reached to check (i/o timeout)"}},
+		{name: "other host, loopback", holder: otherHost(holder(7, "old")), probe: syscall.ECONNREFUSED,
+			wantHeld: true, wantIn: []string{"loopback interface of another host"}},
 		{name: "other host, stdio", holder: func() Holder { h := otherHost(holder(7, "old")); h.Listen = ""; return h }(),
 			wantHeld: true, wantIn: []string{"serving stdio", "serves no HTTP endpoint"}},
 	}
@@ -214,7 +224,7 @@ func TestAcquireAgainstHolder(t *testing.T) {
 				p.set(pid, start)
 			}
 			var probed string
-			probe := func(_ context.Context, addr string) bool { probed = addr; return tt.probe }
+			probe := func(_ context.Context, addr string) error { probed = addr; return tt.probe }
 			self := tt.self
 			if self.Token == "" {
 				self = holder(100, "new")
@@ -247,7 +257,7 @@ func TestAcquireAgainstHolder(t *testing.T) {
 			if v := eng.volumeNames(); len(v) != 1 {
 				t.Errorf("volumes after takeover: %v, want the lease only", v)
 			}
-			if tt.holder.Host == "hostB" && tt.holder.Listen != "" && probed != "127.0.0.1:8080" {
+			if tt.holder.Host == "hostB" && tt.holder.Listen != "" && probed != "hostB:8080" {
 				t.Errorf("probed %q", probed)
 			}
 		})
@@ -379,16 +389,22 @@ func TestParseStatStart(t *testing.T) {
 
 func TestProbeAddr(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ listen, want string }{
-		{"127.0.0.1:8080", "127.0.0.1:8080"},
-		{"0.0.0.0:8080", "hostB:8080"},
-		{"[::]:9000", "hostB:9000"},
-		{":7000", "hostB:7000"},
-		{"gw.example:80", "gw.example:80"},
+	tests := []struct {
+		listen, want string
+		ok           bool
+	}{
+		{"10.0.0.5:8080", "10.0.0.5:8080", true},
+		{"0.0.0.0:8080", "hostB:8080", true},
+		{"[::]:9000", "hostB:9000", true},
+		{":7000", "hostB:7000", true},
+		{"gw.example:80", "gw.example:80", true},
+		{"127.0.0.1:8080", "", false},
+		{"[::1]:8080", "", false},
+		{"localhost:8080", "", false},
 	}
 	for _, tt := range tests {
-		if got := probeAddr(Holder{Host: "hostB", Listen: tt.listen}); got != tt.want {
-			t.Errorf("probeAddr(%q) = %q, want %q", tt.listen, got, tt.want)
+		if got, ok := probeAddr(Holder{Host: "hostB", Listen: tt.listen}); got != tt.want || ok != tt.ok {
+			t.Errorf("probeAddr(%q) = %q, %v; want %q, %v", tt.listen, got, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -402,5 +418,33 @@ func TestCheckName(t *testing.T) {
 		if err := CheckName(name); (err == nil) != ok {
 			t.Errorf("CheckName(%q) = %v, want ok=%v", name, err, ok)
 		}
+	}
+}
+
+func TestProbeHealthz(t *testing.T) {
+	t.Parallel()
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer healthy.Close()
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+
+	if err := probeHealthz(t.Context(), strings.TrimPrefix(healthy.URL, "http://")); err != nil {
+		t.Errorf("healthy gateway: %v", err)
+	}
+	if err := probeHealthz(t.Context(), strings.TrimPrefix(other.URL, "http://")); !errors.Is(err, errNotHealthy) {
+		t.Errorf("another server: %v, want errNotHealthy", err)
+	}
+	if err := probeHealthz(t.Context(), closed); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("nothing listening: %v, want ECONNREFUSED", err)
 	}
 }

@@ -55,8 +55,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // Labels of a lease volume.
@@ -124,8 +127,10 @@ type Checker struct {
 	// a refused connection or errNotHealthy when none is there; any other
 	// error when the address cannot be reached to tell.
 	Probe func(ctx context.Context, addr string) error
-	// Wait pauses between takeover rounds; nil waits 100ms times the round.
+	// Wait pauses between takeover rounds; nil waits retry.Contended.
 	Wait func(ctx context.Context, round int) error
+
+	contended backoff.BackOff
 }
 
 // Alive tells whether h still runs, and how that was found.
@@ -290,14 +295,13 @@ func (c *Checker) wait(ctx context.Context, round int) error {
 	if c.Wait != nil {
 		return c.Wait(ctx, round)
 	}
-	t := time.NewTimer(time.Duration(round) * 100 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+	if c.contended == nil {
+		c.contended = retry.Contended()
 	}
+	if !retry.Sleep(ctx, c.contended.NextBackOff()) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // takeover elects one remover of the dead holder's lease; won is true when

@@ -33,6 +33,10 @@ func Call() backoff.BackOff { return exponential(100*time.Millisecond, 2*time.Se
 // the caller once a connection has proved healthy.
 func Reconnect() backoff.BackOff { return exponential(250*time.Millisecond, 10*time.Second) }
 
+// Contended is the wait between rounds of taking a contended instance
+// lease, while another starter finishes its takeover: 100ms doubling to 1s.
+func Contended() backoff.BackOff { return exponential(100*time.Millisecond, time.Second) }
+
 // Sleep waits d or until ctx ends; false when ctx ended.
 func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -132,7 +132,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	// then taken before the first container is touched. Another live
 	// holder of the name is fatal.
 	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
-	if err := a.holdLease(rctx); errors.Is(err, instance.ErrHeld) {
+	if err := a.holdLease(rctx); errors.Is(err, instance.ErrHeld) || errors.Is(err, instance.ErrNotLease) {
 		rcancel()
 		cancel()
 		_ = cli.Close()

@@ -42,6 +42,11 @@
 //   - A clean shutdown removes the lease (Release). The leftovers of a dead
 //     holder are reaped by the next holder, which knows by now that no one
 //     else can own them.
+//
+// Limits: `docker volume prune --all` removes a live lease, since nothing
+// mounts it; a second gateway could then start. A holder whose liveness
+// cannot be checked (stdio or loopback on another host, an unreachable
+// address) counts as alive, and the error names the volume to remove.
 package instance
 
 import (
@@ -100,6 +105,10 @@ func (e *HeldError) Error() string {
 		"stop it, or give this gateway another --instance name (if you know it is gone, remove the lease with: docker volume rm %s)",
 		e.Holder.Instance, e.Holder, e.Why, VolumeName(e.Holder.Instance))
 }
+
+// ErrNotLease: the lease's volume name is taken by a volume that is not a
+// lease.
+var ErrNotLease = errors.New("lease name taken")
 
 // ErrHeld matches a *HeldError with errors.Is.
 var ErrHeld = errors.New("instance already running")
@@ -355,7 +364,7 @@ func create(ctx context.Context, api API, name string, self Holder, extra map[st
 	}
 	h, ok := holderFrom(res.Volume.Labels)
 	if !ok {
-		return Holder{}, fmt.Errorf("volume %s exists and is not a hangar lease; remove or rename it", name)
+		return Holder{}, fmt.Errorf("%w: volume %s exists and is not a hangar lease; remove or rename it, or choose another --instance name", ErrNotLease, name)
 	}
 	return h, nil
 }

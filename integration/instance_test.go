@@ -236,3 +236,74 @@ func runScoped(t *testing.T, p string) {
 		t.Fatalf("start: %v", err)
 	}
 }
+
+// Two gateways started at the same moment with one instance name: exactly
+// one serves, the other exits with an error naming the winner.
+func TestInstanceSimultaneousStarts(t *testing.T) {
+	name := newInstance(t)
+	cfg := writeConfig(t, mathConfig)
+	t.Cleanup(func() {
+		removeContainers(t, containers(t, name, ""))
+		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+		defer cancel()
+		_, _ = docker.VolumeRemove(ctx, instance.VolumeName(name), client.VolumeRemoveOptions{Force: true})
+	})
+	type proc struct {
+		cmd    *exec.Cmd
+		addr   string
+		stderr *strings.Builder
+		exited chan struct{}
+	}
+	procs := make([]*proc, 2)
+	for i := range procs {
+		p := &proc{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), stderr: &strings.Builder{}, exited: make(chan struct{})}
+		p.cmd = exec.Command(hangarBin, "serve", "--config", cfg, "--listen", p.addr, "--instance", name)
+		p.cmd.Stderr = p.stderr
+		procs[i] = p
+	}
+	for _, p := range procs { // as close together as two starts get
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			select {
+			case <-p.exited:
+			default:
+				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-p.exited:
+				case <-time.After(20 * time.Second):
+					_ = p.cmd.Process.Kill()
+					<-p.exited
+				}
+			}
+		}
+	})
+
+	var loser, winner *proc
+	select {
+	case <-procs[0].exited:
+		loser, winner = procs[0], procs[1]
+	case <-procs[1].exited:
+		loser, winner = procs[1], procs[0]
+	case <-time.After(30 * time.Second):
+		t.Fatal("neither gateway exited: both started with one instance name")
+	}
+	if code := loser.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("the losing gateway exited with %d, want 1", code)
+	}
+	msg := loser.stderr.String()
+	for _, want := range []string{"is already running on this Docker engine", fmt.Sprintf("pid %d", winner.cmd.Process.Pid), "listening on " + winner.addr} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the loser's error does not name the winner (%q):\n%s", want, msg)
+		}
+	}
+	waitHealthy(t, "http://"+winner.addr+"/healthz", 20*time.Second, winner.exited)
+	s := connect(t, "http://"+winner.addr+"/mcp")
+	if r := s.callOne(t, "math", "add", map[string]any{"a": 4, "b": 5}); r["success"] != true || r["result"] != float64(9) {
+		t.Errorf("add through the winner: %v", r)
+	}
+}

@@ -179,6 +179,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
 			cancel()
+			_ = a.releaseLease(context.Background())
 			_ = cli.Close()
 			return nil, err
 		}

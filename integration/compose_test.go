@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,11 +34,15 @@ func composeCommand(t *testing.T) []string {
 // stdio provider and a discovered HTTP provider from a container on the
 // compose network by service name, and takes the stack down clean.
 func TestComposeStack(t *testing.T) {
-	instance := newInstance(t)
-	project := "hangarit" + randomHex(4)
+	// No --instance: the gateway names its instance after the compose
+	// project, which starts with the suite's prefix so that leftovers are
+	// found.
+	project := suitePrefix + "compose-" + randomHex(4)
+	instance := project
 	port := freePort(t)
 	base := append(composeCommand(t), "-p", project, "-f", filepath.Join(repoRoot, "docker-compose.yml"))
-	env := append(os.Environ(), "HANGAR_PORT="+strconv.Itoa(port), "HANGAR_INSTANCE="+instance, "HANGAR_GATEWAY_IMAGE="+gatewayImage())
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "HANGAR_INSTANCE=") }),
+		"HANGAR_PORT="+strconv.Itoa(port), "HANGAR_GATEWAY_IMAGE="+gatewayImage())
 	compose := func(ctx context.Context, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, base[0], append(base[1:], args...)...)
 		cmd.Dir, cmd.Env = repoRoot, env
@@ -124,6 +129,22 @@ func TestComposeStack(t *testing.T) {
 			t.Errorf("spawned %s containers = %d, want 1", id, n)
 		}
 	}
+	// The echo discovered is the stack's own, not the one of another
+	// project on the engine (the suite runs such noise): its hostname is
+	// the stack's echo container.
+	echo, err := docker.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).
+		Add("label", "com.docker.compose.project="+project, "com.docker.compose.service=echo")})
+	if err != nil || len(echo.Items) != 1 {
+		t.Fatalf("the stack's echo container: %v (%d found)", err, len(echo.Items))
+	}
+	out, err := runOnNetwork(ctx, t, network, tokenVolume, "http://hangar:8080/mcp", "hangar_call",
+		`{"calls":[{"mcp_server":"echo","tool":"env","arguments":{"name":"HOSTNAME"}}]}`)
+	if err != nil || !strings.Contains(out, `"`+echo.Items[0].ID[:12]+`"`) {
+		t.Errorf("echo's HOSTNAME = %s (%v), want the stack's echo container %.12s", out, err, echo.Items[0].ID)
+	}
+	if _, err := docker.VolumeInspect(ctx, "hangar-lease-"+instance, client.VolumeInspectOptions{}); err != nil {
+		t.Errorf("the gateway holds no lease named after the compose project: %v", err)
+	}
 
 	down()
 	// The gateway stopped its providers on SIGTERM; give the engine a moment
@@ -138,6 +159,9 @@ func TestComposeStack(t *testing.T) {
 	}
 	if len(list.Items) != 0 {
 		t.Errorf("compose containers left after down: %d", len(list.Items))
+	}
+	if _, err := docker.VolumeInspect(t.Context(), "hangar-lease-"+instance, client.VolumeInspectOptions{}); !isNotFound(err) {
+		t.Errorf("the lease outlived compose down (inspect: %v)", err)
 	}
 }
 

@@ -175,7 +175,10 @@ func discService(t *testing.T, cli *client.Client, cfg config.Discovery, check d
 	cfg.Enabled = true
 	cfg.RefreshInterval = time.Hour // only events may make a container visible
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	src := discovery.NewDocker(cli, config.Source{Type: "docker", Mode: discovery.ModeAuthoritative}, nil, log)
+	// Scoped to this suite's discovery containers: others, of other
+	// projects and runs, may be labelled for discovery on the same engine.
+	src := discovery.NewDocker(cli, config.Source{Type: "docker", Mode: discovery.ModeAuthoritative,
+		Filters: config.SourceFilters{Labels: map[string]string{discLabel: "true"}}}, nil, log)
 	reg := &discRegistry{servers: map[string]*config.Server{}}
 	svc := discovery.New(cfg, reg, check, nil, log, src)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -154,14 +154,15 @@ func startGatewayFile(t testing.TB, path string, opts app.Options) *gw {
 		opts.Log = slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	instance := opts.Instance
-	a, err := app.New(cfg, opts)
-	if err != nil {
-		t.Fatalf("app.New: %v", err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		_ = a.Close(context.Background())
 		t.Fatal(err)
+	}
+	opts.Listen = ln.Addr().String()
+	a, err := app.New(cfg, opts)
+	if err != nil {
+		_ = ln.Close()
+		t.Fatalf("app.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
@@ -103,6 +104,16 @@ func run(m *testing.M) int {
 	}
 
 	suitePrefix = "it-" + randomHex(3) + "-"
+
+	// The suite shares the engine with whatever else runs there; it must
+	// pass while unrelated labelled containers, healthy and broken, do.
+	removeNoise, err := startNoise()
+	if err != nil {
+		removeNoise()
+		fmt.Fprintf(os.Stderr, "FAIL: integration: start the noise containers: %v\n", err)
+		return 1
+	}
+	defer removeNoise()
 
 	code := m.Run()
 
@@ -209,4 +220,64 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// noiseLabel marks the suite's noise containers.
+const noiseLabel = "io.mcp-hangar.test.noise"
+
+// startNoise starts containers that belong to neither this suite nor any
+// gateway of it, as another compose project and another gateway on the
+// same engine would run them: discoverable servers (a healthy one named
+// like the compose stack's, one with a bad label, one whose port answers
+// nothing, one named like a configured server) and containers managed by
+// another gateway instance (one running, one exited). The returned
+// function removes them.
+func startNoise() (func(), error) {
+	project := "hangarnoise" + randomHex(3)
+	otherOwner := "noise-" + randomHex(3)
+	http := []string{"--transport", "http", "--port", "8080", "--name", "noise"}
+	discoverable := func(extra map[string]string) map[string]string {
+		l := map[string]string{"mcp.hangar.enabled": "true", "com.docker.compose.project": project, noiseLabel: "true"}
+		for k, v := range extra {
+			l[k] = v
+		}
+		return l
+	}
+	managed := map[string]string{dockerrt.LabelManaged: "true", dockerrt.LabelOwner: otherOwner,
+		dockerrt.LabelServer: "math", noiseLabel: "true"}
+	specs := []struct {
+		labels map[string]string
+		cmd    []string
+		start  bool
+	}{
+		{discoverable(map[string]string{"mcp.hangar.name": "echo", "mcp.hangar.port": "8080"}), http, true},
+		{discoverable(map[string]string{"mcp.hangar.name": "noise-bad", "mcp.hangar.port": "abc"}), http, true},
+		{discoverable(map[string]string{"mcp.hangar.name": "math", "mcp.hangar.port": "9"}), http, true},
+		{managed, []string{"--hang"}, true},
+		{managed, []string{"--no-such-flag"}, true}, // exits at once
+	}
+	var ids []string
+	remove := func() {
+		for _, id := range ids {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			_, _ = docker.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
+			cancel()
+		}
+	}
+	for _, sp := range specs {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		created, err := docker.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config:     &container.Config{Image: "mcp-hangar/testkit:dev", Cmd: sp.cmd, Labels: sp.labels, User: "65534:65534"},
+			HostConfig: &container.HostConfig{NetworkMode: "bridge"},
+		})
+		if err == nil {
+			ids = append(ids, created.ID)
+			_, err = docker.ContainerStart(ctx, created.ID, client.ContainerStartOptions{})
+		}
+		cancel()
+		if err != nil {
+			return remove, err
+		}
+	}
+	return remove, nil
 }

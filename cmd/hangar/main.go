@@ -127,7 +127,7 @@ func serve(args []string) error {
 	cfgPath := fs.String("config", "", "config file (default $MCP_CONFIG, else ./config.yaml)")
 	listen := fs.String("listen", envOr("HANGAR_LISTEN", "127.0.0.1:8080"), "HTTP listen address")
 	stdio := fs.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP")
-	instance := fs.String("instance", envOr("HANGAR_INSTANCE", "default"), "instance name labelled on containers; instances never touch each other's containers")
+	instance := fs.String("instance", os.Getenv("HANGAR_INSTANCE"), "instance name labelled on containers; instances never touch each other's containers, and one name runs once per engine (default: the compose project, else \"default\")")
 	origins := fs.String("allow-origin", os.Getenv("HANGAR_ALLOWED_ORIGINS"), "comma-separated browser origins allowed besides loopback ones")
 	dataDir := fs.String("data-dir", "", "directory of the state that survives restarts (default $HANGAR_DATA_DIR, data_dir:, else $XDG_STATE_HOME/hangar/<instance>)")
 	drain := fs.Duration("drain-timeout", 10*time.Second, "how long SIGTERM waits for requests in flight")
@@ -140,8 +140,22 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.New(cfg, app.Options{Instance: *instance, DataDir: *dataDir})
+	// Bind before app.New: a gateway that cannot serve must fail before it
+	// takes the instance and touches any container, and the lease records
+	// the address bound.
+	var ln net.Listener
+	opts := app.Options{Instance: *instance, DataDir: *dataDir}
+	if !*stdio {
+		if ln, err = net.Listen("tcp", *listen); err != nil {
+			return err
+		}
+		opts.Listen = ln.Addr().String()
+	}
+	a, err := app.New(cfg, opts)
 	if err != nil {
+		if ln != nil {
+			_ = ln.Close()
+		}
 		return err
 	}
 
@@ -152,16 +166,12 @@ func serve(args []string) error {
 		a.Log.Info("serving MCP on stdio", "config", path, "mcp_servers", len(cfg.Servers))
 		err = a.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
-		var ln net.Listener
-		ln, err = net.Listen("tcp", *listen)
-		if err == nil {
-			a.Log.Info("serving MCP over HTTP", "listen", ln.Addr().String(), "config", path, "mcp_servers", len(cfg.Servers))
-			err = a.ServeHTTP(ctx, ln, gateway.HTTPOptions{
-				AllowedOrigins: splitList(*origins),
-				SessionIdleTTL: cfg.HTTP.SessionIdleTTL,
-				MaxSessions:    cfg.HTTP.MaxSessions,
-			}, *drain)
-		}
+		a.Log.Info("serving MCP over HTTP", "listen", ln.Addr().String(), "instance", a.Instance, "config", path, "mcp_servers", len(cfg.Servers))
+		err = a.ServeHTTP(ctx, ln, gateway.HTTPOptions{
+			AllowedOrigins: splitList(*origins),
+			SessionIdleTTL: cfg.HTTP.SessionIdleTTL,
+			MaxSessions:    cfg.HTTP.MaxSessions,
+		}, *drain)
 	}
 
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -35,7 +36,10 @@ import (
 // Options are the command-line level settings.
 type Options struct {
 	// Instance names this gateway on the engine (LabelOwner); containers
-	// of another instance are never touched.
+	// of another instance are never touched, and a second live gateway of
+	// the same name on the same engine is refused (see package instance).
+	// "" means the compose project the gateway's container belongs to,
+	// else "default".
 	Instance string
 	Log      *slog.Logger // nil: from the config's logging section, on stderr
 	// WorkerTick is how often health and idle workers look at providers
@@ -49,6 +53,10 @@ type Options struct {
 	Pins store.Pins
 	// Audit receives every decision on a tool call; nil logs them only.
 	Audit store.Audit
+	// Listen is the address of the gateway's HTTP endpoint, recorded in the
+	// instance lease so that a gateway on another host can check that this
+	// one is alive; "" when it serves stdio.
+	Listen string
 }
 
 // App is a running gateway.
@@ -68,9 +76,17 @@ type App struct {
 	// registries, signatures, digest pins).
 	Images *backend.ImageGate
 
+	// Instance is the instance name in use (Options.Instance resolved).
+	Instance string
+
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
+	self      instance.Container // the gateway's own container, zero on a host
 	selfNets  []string
+	leaseMu   sync.Mutex
+	lease     *instance.Lease // nil until taken
+	released  bool            // after Close: never taken again
+	holder    instance.Holder
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -89,13 +105,12 @@ func NewLogger(l config.Logging, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// New builds the gateway from cfg: it connects to the Docker engine, removes
-// containers an earlier run of this instance left behind, and registers
-// every configured provider and group (with its members) COLD.
+// New builds the gateway from cfg: it connects to the Docker engine, takes
+// the instance's lease (failing when another live gateway holds it, before
+// any container is touched), removes containers an earlier run of this
+// instance left behind, and registers every configured provider and group
+// (with its members) COLD.
 func New(cfg *config.Config, o Options) (*App, error) {
-	if o.Instance == "" {
-		o.Instance = "default"
-	}
 	log := o.Log
 	if log == nil {
 		log = NewLogger(cfg.Logging, os.Stderr)
@@ -117,12 +132,38 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	a.docker = cli
-	a.Runtime = dockerrt.New(cli, o.Instance, log)
+	a.detectSelf(ctx)
+	a.Instance = o.Instance
+	if a.Instance == "" {
+		a.Instance = instance.DefaultName
+		if a.self.ComposeProject != "" {
+			a.Instance = a.self.ComposeProject
+		}
+	}
+	if err := instance.CheckName(a.Instance); err != nil {
+		cancel()
+		_ = cli.Close()
+		_ = a.Store.Close()
+		return nil, err
+	}
+	a.holder = instance.Self(a.Instance, a.self, o.Listen)
+	a.Runtime = dockerrt.New(cli, a.Instance, log)
+	a.Runtime.SetGuard(a.holdLease)
 
 	// A dead engine at start-up is not fatal: remote providers still work
-	// and the watcher reconnects when the engine comes back.
+	// and the watcher reconnects when the engine comes back; the lease is
+	// then taken before the first container is touched. Another live
+	// holder of the name is fatal.
 	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
-	if n, err := a.Runtime.Reap(rctx, nil); err != nil {
+	if err := a.holdLease(rctx); errors.Is(err, instance.ErrHeld) || errors.Is(err, instance.ErrNotLease) {
+		rcancel()
+		cancel()
+		_ = cli.Close()
+		_ = a.Store.Close()
+		return nil, err
+	} else if err != nil {
+		log.Warn("docker engine unavailable at start-up", "error", err)
+	} else if n, err := a.Runtime.Reap(rctx, nil); err != nil {
 		log.Warn("docker engine unavailable at start-up", "error", err)
 	} else if n > 0 {
 		log.Info("removed containers left by an earlier run", "count", n)
@@ -130,7 +171,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	rcancel()
 
 	a.Metrics = metrics.New()
-	a.selfNets = a.selfNetworks(ctx)
+	a.selfNets = a.self.Networks
 	a.Images = &backend.ImageGate{
 		Engine:   dockerrt.NewImages(cli, cfg.Images.AllowedRegistries, log.With("component", "images")),
 		Global:   cfg.Images,
@@ -174,6 +215,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
 			cancel()
+			_ = a.releaseLease(context.Background())
 			_ = cli.Close()
 			_ = a.Store.Close()
 			return nil, err
@@ -201,14 +243,51 @@ func (a *App) goOwned(f func()) {
 	}()
 }
 
-// selfNetworks are the networks of the gateway's own container, none when
-// it runs on a host.
-func (a *App) selfNetworks(ctx context.Context) []string {
+// detectSelf finds the gateway's own container (its networks and compose
+// project), none when it runs on a host.
+func (a *App) detectSelf(ctx context.Context) {
 	host, err := os.Hostname()
 	if err != nil {
+		return
+	}
+	a.self, _ = instance.Detect(ctx, a.docker, host)
+}
+
+// holdLease takes the instance's lease unless it is held already; the
+// Runtime calls it before it creates or reaps anything.
+func (a *App) holdLease(ctx context.Context) error {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	if a.lease != nil {
 		return nil
 	}
-	return a.Runtime.SelfNetworks(ctx, host)
+	if a.released {
+		return errors.New("the gateway is shut down")
+	}
+	l, err := instance.Acquire(ctx, &instance.Checker{API: a.docker, Self: a.holder})
+	if err != nil {
+		return err
+	}
+	a.lease = l
+	if l.TookOver != nil {
+		a.Log.Warn("took the instance over from a gateway that is gone; removing its leftovers",
+			"instance", a.Instance, "previous", l.TookOver.String())
+	} else {
+		a.Log.Info("instance lease taken", "instance", a.Instance, "lease", instance.VolumeName(a.Instance))
+	}
+	return nil
+}
+
+func (a *App) releaseLease(ctx context.Context) error {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	a.released = true
+	if a.lease == nil {
+		return nil
+	}
+	err := a.lease.Release(ctx)
+	a.lease = nil
+	return err
 }
 
 // httpNetwork is where containers serving MCP over HTTP go: the gateway's
@@ -285,12 +364,16 @@ func (a *App) Close(ctx context.Context) error {
 		a.discovery.Close()
 	}
 	err := a.Providers.StopAll(ctx, "shutdown")
-	if _, rerr := a.Runtime.Reap(ctx, nil); rerr != nil && err == nil {
+	if _, rerr := a.Runtime.ReapAll(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
 	a.cancel()
 	a.wg.Wait()
 	a.Images.Engine.Puller().Close()
+	// Last: once the lease is gone another gateway may take the name.
+	if lerr := a.releaseLease(ctx); lerr != nil && err == nil {
+		err = lerr
+	}
 	_ = a.docker.Close()
 	// Last: everything above may still record a decision.
 	if serr := a.Store.Close(); serr != nil && err == nil {

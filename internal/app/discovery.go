@@ -1,8 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -45,6 +47,19 @@ func (a *App) startDiscovery(ctx context.Context, launcher provider.Launcher) er
 	store, err := discovery.OpenStore(ctx, a.Store, a.Log)
 	if err != nil {
 		return fmt.Errorf("discovery state: %w", err)
+	}
+	// "auto" scopes a docker source to the compose project the gateway
+	// runs in, so two copies of a stack on one engine never see each
+	// other's containers; on a host it sees every project.
+	cfg.Sources = slices.Clone(cfg.Sources)
+	for i, src := range cfg.Sources {
+		if src.Type != discovery.SourceDocker {
+			continue
+		}
+		f := discovery.ResolveFilter(src.Filters, a.self.ComposeProject)
+		cfg.Sources[i].Filters.ComposeProject = cmp.Or(f.ComposeProject, config.ComposeAny)
+		a.Log.Info("docker discovery scope", "source", i, "compose_project", cfg.Sources[i].Filters.ComposeProject,
+			"labels", src.Filters.Labels, "networks", src.Filters.Networks)
 	}
 	srcs, err := discovery.BuildSources(cfg, a.docker, a.selfNets, a.Log)
 	if err != nil {

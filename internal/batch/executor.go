@@ -10,10 +10,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // Invoker calls one tool on one server (or group) by ID.
@@ -129,19 +131,21 @@ func retryable(err error) bool {
 	return false
 }
 
+// runOne runs one entry with up to maxAttempts member calls: the budget
+// in its context is shared with a group's failover (retry.Take), and the
+// waits between attempts are retry.Call's.
 func (e *Executor) runOne(ctx context.Context, log *slog.Logger, c Call, maxAttempts int) Result {
 	began := time.Now()
+	if err := ctx.Err(); err != nil {
+		return e.finish(failed(ErrTypeCancelled, cancelReason(ctx)), maxAttempts, 0, began)
+	}
+	ctx, budget := retry.WithBudget(ctx, maxAttempts)
 	var r Result
-	attempts := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			if attempts == 0 {
-				r = failed(ErrTypeCancelled, cancelReason(ctx))
-			}
-			// Otherwise the last attempt's real error stands.
-			break
+	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
+		if !budget.Take() {
+			// A group's failover spent the rest of the budget.
+			return struct{}{}, backoff.Permanent(errBudgetSpent)
 		}
-		attempts++
 		cctx, cancel := ctx, context.CancelFunc(func() {})
 		if c.Timeout > 0 {
 			cctx, cancel = context.WithTimeout(ctx, c.Timeout)
@@ -150,23 +154,25 @@ func (e *Executor) runOne(ctx context.Context, log *slog.Logger, c Call, maxAtte
 		cancel()
 		if err == nil {
 			r = fromResult(res)
-			break
+			return struct{}{}, nil
 		}
-		log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", attempts, "error", err)
+		log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", budget.Used(), "error", err)
 		r = failed(provider.KindOf(err), err.Error())
-		if attempts >= maxAttempts || !retryable(err) {
-			break
+		if !retryable(err) {
+			return struct{}{}, backoff.Permanent(err)
 		}
-		wait := min(100*time.Millisecond<<(attempts-1), 2*time.Second)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
+		return struct{}{}, err
+	}, backoff.WithBackOff(retry.Call()), backoff.WithMaxTries(uint(maxAttempts)), backoff.WithMaxElapsedTime(0))
+	// When ctx ends during a wait, the last attempt's real error stands.
+	return e.finish(r, maxAttempts, budget.Used(), began)
+}
+
+// errBudgetSpent ends the retries of an entry whose budget is spent.
+var errBudgetSpent = errors.New("attempt budget spent")
+
+func (e *Executor) finish(r Result, maxAttempts, attempts int, began time.Time) Result {
 	if maxAttempts > 1 {
-		r.RetryMetadata = &RetryMeta{Attempts: attempts, Retries: attempts - 1}
+		r.RetryMetadata = &RetryMeta{Attempts: attempts, Retries: max(attempts-1, 0)}
 	}
 	r.ElapsedMs = ms(time.Since(began))
 	return r

@@ -2,6 +2,8 @@ package config
 
 import (
 	"path/filepath"
+	"regexp"
+	"strings"
 )
 
 const (
@@ -106,6 +108,11 @@ func (d *decoder) source(s *section) Source {
 				s.reject(k, "not allowed for type docker")
 			}
 		}
+	} else if src.Type == "filesystem" && s.has("filters") {
+		s.reject("filters", "not allowed for type filesystem")
+	}
+	if src.Type == "docker" {
+		src.Filters = d.sourceFilters(s.sub("filters"))
 	}
 	s.enum("mode", &src.Mode, "additive", "authoritative")
 	if src.Type == "filesystem" {
@@ -124,4 +131,34 @@ func (d *decoder) source(s *section) Source {
 	s.boolean("watch", &src.Watch)
 	s.finish()
 	return src
+}
+
+// composeProjectName is what docker compose accepts as a project name.
+var composeProjectName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+func (d *decoder) sourceFilters(s *section) SourceFilters {
+	f := SourceFilters{ComposeProject: ComposeAuto}
+	if s.str("compose_project", &f.ComposeProject) {
+		switch p := f.ComposeProject; {
+		case p == ComposeAuto, p == ComposeAny:
+		case !composeProjectName.MatchString(p):
+			d.add(s.at("compose_project"), `must be "auto", "*" or a compose project name (lowercase letters, digits, '-' and '_') (got %q)`, p)
+		}
+	}
+	if s.strMap("labels", &f.Labels) {
+		for k := range f.Labels {
+			if strings.TrimSpace(k) == "" {
+				d.add(join(s.at("labels"), k), "label name must not be empty")
+			}
+		}
+	}
+	if s.strList("networks", &f.Networks) {
+		for i, n := range f.Networks {
+			if strings.TrimSpace(n) == "" {
+				d.add(index(s.at("networks"), i), "must not be empty")
+			}
+		}
+	}
+	s.finish()
+	return f
 }

@@ -150,6 +150,7 @@ discovery:
   auto_register: true
   sources:
     - {type: docker}
+    - {type: docker, filters: {compose_project: agents, labels: {team: a, tier: ""}, networks: [front]}}
     - {type: filesystem, mode: authoritative, path: /etc/hangar/providers, watch: true}
   security: {require_health_check: true, quarantine_on_failure: false}
 batch: {max_calls: 10, max_concurrency: 5, default_timeout: 30, max_timeout: 120,
@@ -211,7 +212,9 @@ data_dir: /var/lib/hangar
 		Discovery: Discovery{
 			Enabled: true, RefreshInterval: 15 * time.Second, AutoRegister: true,
 			Sources: []Source{
-				{Type: "docker", Mode: "additive"},
+				{Type: "docker", Mode: "additive", Filters: SourceFilters{ComposeProject: ComposeAuto}},
+				{Type: "docker", Mode: "additive", Filters: SourceFilters{ComposeProject: "agents",
+					Labels: map[string]string{"team": "a", "tier": ""}, Networks: []string{"front"}}},
 				{Type: "filesystem", Mode: "authoritative", Path: "/etc/hangar/providers", Pattern: "*.yaml", Watch: true},
 			},
 			Security: DiscoverySecurity{RequireHealthCheck: true, QuarantineOnFailure: false},

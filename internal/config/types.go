@@ -194,6 +194,25 @@ type Source struct {
 	Path    string // filesystem
 	Pattern string // filesystem, default "*.yaml"
 	Watch   bool   // filesystem
+	// Filters narrow a docker source.
+	Filters SourceFilters
+}
+
+// Values of SourceFilters.ComposeProject besides a project name.
+const (
+	// ComposeAuto: the compose project of the gateway's own container, or
+	// every project when the gateway does not run in one.
+	ComposeAuto = "auto"
+	// ComposeAny: containers of any compose project, or of none.
+	ComposeAny = "*"
+)
+
+// SourceFilters narrow which labelled containers a docker source sees; a
+// container must pass all of them.
+type SourceFilters struct {
+	ComposeProject string            // ComposeAuto (default), ComposeAny or a project name
+	Labels         map[string]string // each label present; with a non-empty value, equal to it
+	Networks       []string          // on at least one of these networks (none: any)
 }
 
 // DiscoverySecurity decides what happens to candidates that fail checks.

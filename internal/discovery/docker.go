@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // DockerAPI is the part of the engine client the Docker source uses.
@@ -36,8 +37,10 @@ const (
 	dockerCallTimeout = 10 * time.Second
 	// inspectLimit caps the inspects of one listing.
 	inspectLimit = 8
-	// Event stream reconnection backoff.
+	// minBackoff is the first wait of the health check's retries.
 	minBackoff = 250 * time.Millisecond
+	// maxBackoff is the longest wait of retry.Reconnect: a stream that
+	// lasted longer was healthy.
 	maxBackoff = 10 * time.Second
 )
 
@@ -52,12 +55,14 @@ var relevantActions = []events.Action{
 type Docker struct {
 	api     DockerAPI
 	mode    string
+	filter  Filter
 	decoder Decoder
 	log     *slog.Logger
 }
 
 // NewDocker returns a Docker source for src. preferNetworks are the
-// networks the gateway is on (see SelfNetworks).
+// networks the gateway is on. src.Filters.ComposeProject "auto" must have
+// been resolved by the caller (ResolveFilter): here it means any project.
 func NewDocker(api DockerAPI, src config.Source, preferNetworks []string, log *slog.Logger) *Docker {
 	if log == nil {
 		log = slog.Default()
@@ -65,6 +70,7 @@ func NewDocker(api DockerAPI, src config.Source, preferNetworks []string, log *s
 	return &Docker{
 		api:     api,
 		mode:    modeOf(src),
+		filter:  ResolveFilter(src.Filters, ""),
 		decoder: Decoder{PreferNetworks: preferNetworks},
 		log:     log.With(FieldSource, SourceDocker),
 	}
@@ -91,15 +97,17 @@ func enabledFilter() client.Filters {
 // be decoded is a Problem of the listing and never stops the others.
 func (d *Docker) List(ctx context.Context) (Listing, error) {
 	lctx, cancel := context.WithTimeout(ctx, dockerCallTimeout)
-	res, err := d.api.ContainerList(lctx, client.ContainerListOptions{Filters: enabledFilter()})
+	res, err := d.api.ContainerList(lctx, client.ContainerListOptions{Filters: d.filter.engineFilters(enabledFilter())})
 	cancel()
 	if err != nil {
 		return Listing{}, fmt.Errorf("list containers: %w", err)
 	}
 	items := slices.DeleteFunc(slices.Clone(res.Items), func(c container.Summary) bool {
 		// Containers the gateway created itself may inherit the labels
-		// from their image; discovering them would loop.
-		return c.Labels[dockerrt.LabelManaged] != ""
+		// from their image; discovering them would loop. Another scope's
+		// containers are not even a problem of ours: the filter is applied
+		// before any inspect, on labels and network names.
+		return c.Labels[dockerrt.LabelManaged] != "" || !d.filter.Match(summarySnapshot(c))
 	})
 	slices.SortFunc(items, func(a, b container.Summary) int {
 		return strings.Compare(summaryName(a)+"\x00"+a.ID, summaryName(b)+"\x00"+b.ID)
@@ -231,7 +239,7 @@ func endpointIPs(eps map[string]*network.EndpointSettings) map[string]string {
 // onChange, since events may have been missed while the stream was down.
 // A broken stream is reopened with backoff.
 func (d *Docker) Watch(ctx context.Context, onChange func()) {
-	backoff := minBackoff
+	wait := retry.Reconnect()
 	for ctx.Err() == nil {
 		began := time.Now()
 		got, err := d.follow(ctx, onChange)
@@ -241,13 +249,13 @@ func (d *Docker) Watch(ctx context.Context, onChange func()) {
 		// A stream that delivered or lasted was healthy: start over. One
 		// that fails at once keeps backing off.
 		if got || time.Since(began) > maxBackoff {
-			backoff = minBackoff
+			wait.Reset()
 		}
-		d.log.Warn("docker event stream ended; reconnecting", FieldError, err, "retry_in", backoff)
-		if !sleepCtx(ctx, backoff) {
+		delay := wait.NextBackOff()
+		d.log.Warn("docker event stream ended; reconnecting", FieldError, err, "retry_in", delay)
+		if !retry.Sleep(ctx, delay) {
 			return
 		}
-		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
@@ -263,10 +271,10 @@ func (d *Docker) follow(ctx context.Context, onChange func()) (got bool, err err
 	for i, a := range relevantActions {
 		actions[i] = string(a)
 	}
-	res := d.api.Events(sctx, client.EventsListOptions{Filters: make(client.Filters).
+	res := d.api.Events(sctx, client.EventsListOptions{Filters: d.filter.engineFilters(make(client.Filters).
 		Add("type", string(events.ContainerEventType)).
 		Add("label", LabelEnabled).
-		Add("event", actions...)})
+		Add("event", actions...))})
 	// Events returns once the request is answered: if it failed, the error
 	// is (almost always) waiting already.
 	select {

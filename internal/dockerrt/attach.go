@@ -65,20 +65,3 @@ func (r *Runtime) Address(ctx context.Context, id, network string) (string, erro
 	}
 	return "", fmt.Errorf("container %s has no IP address on %v", shortID(id), names)
 }
-
-// SelfNetworks returns the networks of the container this gateway runs in,
-// found by its hostname, or nil when the gateway is not in a container.
-func (r *Runtime) SelfNetworks(ctx context.Context, hostname string) []string {
-	ictx, cancel := context.WithTimeout(ctx, shortCallTimeout)
-	info, err := r.api.ContainerInspect(ictx, hostname, client.ContainerInspectOptions{})
-	cancel()
-	if err != nil || info.Container.NetworkSettings == nil {
-		return nil
-	}
-	var out []string
-	for n := range info.Container.NetworkSettings.Networks {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}

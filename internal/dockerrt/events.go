@@ -8,6 +8,8 @@ import (
 
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // EventsAPI is the part of the engine client the event watcher uses.
@@ -113,7 +115,7 @@ func (s *EngineState) set(ok bool, err error) {
 // onReconnect runs after every reconnection so the caller can reconcile
 // what it missed.
 func (r *Runtime) WatchEvents(ctx context.Context, api EventsAPI, state *EngineState, onReconnect func()) {
-	backoff := 250 * time.Millisecond
+	wait := retry.Reconnect()
 	first := true
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
@@ -121,11 +123,11 @@ func (r *Runtime) WatchEvents(ctx context.Context, api EventsAPI, state *EngineS
 		cancel()
 		if err != nil {
 			state.set(false, err)
-			r.log.Warn("docker engine unavailable", "error", err, "retry_in", backoff)
-			if !sleepCtx(ctx, backoff) {
+			d := wait.NextBackOff()
+			r.log.Warn("docker engine unavailable", "error", err, "retry_in", d)
+			if !retry.Sleep(ctx, d) {
 				return
 			}
-			backoff = min(backoff*2, 10*time.Second)
 			continue
 		}
 		sctx, cancel := context.WithCancel(ctx)
@@ -139,7 +141,7 @@ func (r *Runtime) WatchEvents(ctx context.Context, api EventsAPI, state *EngineS
 			onReconnect()
 		}
 		first = false
-		backoff = 250 * time.Millisecond
+		wait.Reset()
 		err = r.pump(sctx, res)
 		cancel()
 		if ctx.Err() != nil {
@@ -162,16 +164,5 @@ func (r *Runtime) pump(ctx context.Context, res client.EventsResult) error {
 				r.oom.mark(m.Actor.ID)
 			}
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -9,4 +9,7 @@ const (
 	// that the reaper of one gateway never removes another's containers when
 	// several share an engine.
 	LabelOwner = "io.mcp-hangar.owner"
+	// LabelCreate carries a nonce of one creation, so that the reaper
+	// recognises a container whose creation is still under way.
+	LabelCreate = "io.mcp-hangar.create"
 )

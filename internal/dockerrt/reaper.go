@@ -2,15 +2,37 @@ package dockerrt
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"sync"
 
 	"github.com/moby/moby/client"
 )
 
 // Reap removes managed containers of this owner that nothing tracks: those
-// left by an earlier run of the same gateway instance (a crash, a kill -9).
-// keep reports containers that are tracked and must stay.
+// left by an earlier run of the same gateway instance (a crash, a kill -9),
+// and after an engine reconnect those whose provider is gone. keep reports
+// containers the caller tracks. A container this Runtime is creating, or
+// created and has not seen gone yet, is never removed: a reconcile racing
+// a start must not take the new container for an orphan before its
+// provider has recorded it.
 func (r *Runtime) Reap(ctx context.Context, keep func(id string) bool) (int, error) {
+	return r.reap(ctx, func(id, nonce string) bool {
+		return r.live.has(id, nonce) || (keep != nil && keep(id))
+	})
+}
+
+// ReapAll removes every managed container of this owner, tracked or not:
+// the last step of a shutdown.
+func (r *Runtime) ReapAll(ctx context.Context) (int, error) {
+	return r.reap(ctx, func(string, string) bool { return false })
+}
+
+func (r *Runtime) reap(ctx context.Context, keep func(id, nonce string) bool) (int, error) {
+	if err := r.checkGuard(ctx); err != nil {
+		return 0, err
+	}
 	lctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
 	list, err := r.api.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: r.ownFilter()})
 	cancel()
@@ -19,7 +41,7 @@ func (r *Runtime) Reap(ctx context.Context, keep func(id string) bool) (int, err
 	}
 	n := 0
 	for _, c := range list.Items {
-		if keep != nil && keep(c.ID) {
+		if keep(c.ID, c.Labels[LabelCreate]) {
 			continue
 		}
 		r.log.Info("removing orphaned container", "container", shortID(c.ID), "server", c.Labels[LabelServer])
@@ -31,4 +53,54 @@ func (r *Runtime) Reap(ctx context.Context, keep func(id string) bool) (int, err
 
 func (r *Runtime) ownFilter() client.Filters {
 	return make(client.Filters).Add("label", LabelManaged+"=true", LabelOwner+"="+r.owner)
+}
+
+// liveSet is what the Runtime has created and not yet seen gone: creation
+// nonces while ContainerCreate is under way, container IDs after.
+type liveSet struct {
+	mu     sync.Mutex
+	nonces map[string]struct{}
+	ids    map[string]struct{}
+}
+
+func newLiveSet() *liveSet {
+	return &liveSet{nonces: map[string]struct{}{}, ids: map[string]struct{}{}}
+}
+
+func (s *liveSet) begin() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	nonce := hex.EncodeToString(b)
+	s.mu.Lock()
+	s.nonces[nonce] = struct{}{}
+	s.mu.Unlock()
+	return nonce
+}
+
+func (s *liveSet) end(nonce string) {
+	s.mu.Lock()
+	delete(s.nonces, nonce)
+	s.mu.Unlock()
+}
+
+func (s *liveSet) add(id string) {
+	s.mu.Lock()
+	s.ids[id] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *liveSet) drop(id string) {
+	s.mu.Lock()
+	delete(s.ids, id)
+	s.mu.Unlock()
+}
+
+func (s *liveSet) has(id, nonce string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ids[id]; ok {
+		return true
+	}
+	_, ok := s.nonces[nonce]
+	return ok && nonce != ""
 }

@@ -47,11 +47,26 @@ type Runtime struct {
 	owner string
 	log   *slog.Logger
 	oom   *oomTracker
+	live  *liveSet
+	guard func(context.Context) error
 }
 
 // New returns a Runtime creating containers labelled with owner.
 func New(api API, owner string, log *slog.Logger) *Runtime {
-	return &Runtime{api: api, owner: owner, log: log, oom: newOOMTracker()}
+	return &Runtime{api: api, owner: owner, log: log, oom: newOOMTracker(), live: newLiveSet()}
+}
+
+// SetGuard makes every container creation and every reap first call
+// guard, and fail with its error: the gateway passes the check of its
+// instance lease, so that nothing of an instance is touched by a gateway
+// that does not hold it. Call it before the Runtime is used.
+func (r *Runtime) SetGuard(guard func(context.Context) error) { r.guard = guard }
+
+func (r *Runtime) checkGuard(ctx context.Context) error {
+	if r.guard == nil {
+		return nil
+	}
+	return r.guard(ctx)
 }
 
 // Container is a running provider container.
@@ -102,10 +117,19 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkGuard(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.checkImage(ctx, spec.Image); err != nil {
 		return nil, err
 	}
 
+	// The reaper must not take the container for an orphan while it is
+	// being created (its ID is not known yet) or at any time before it is
+	// gone again: the nonce label covers the first, the ID the rest.
+	nonce := r.live.begin()
+	defer r.live.end(nonce)
+	cfg.Labels[LabelCreate] = nonce
 	cctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
 	created, err := r.api.ContainerCreate(cctx, client.ContainerCreateOptions{
 		Config: cfg, HostConfig: host, NetworkingConfig: netCfg,
@@ -114,10 +138,12 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)
 	}
+	r.live.add(created.ID)
 	c := &Container{ID: created.ID, Stderr: NewTail(stderrTailBytes), rt: r, done: make(chan struct{})}
 
 	fail := func(err error) (*Container, error) {
 		r.remove(c.ID)
+		r.live.drop(c.ID)
 		if c.attach != nil {
 			c.attach.Close()
 		}
@@ -194,6 +220,9 @@ func (c *Container) awaitExit(w client.ContainerWaitResult) {
 	c.oomed = c.rt.oom.take(c.ID, c.exitCode == 137)
 	if c.attach != nil {
 		c.attach.Close()
+	}
+	if !c.foreign {
+		c.rt.live.drop(c.ID)
 	}
 	close(c.done)
 }

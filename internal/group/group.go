@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // KindCircuitOpen is the wire kind of a call refused by a group's open
@@ -195,7 +196,9 @@ func (g *Group) Call(ctx context.Context, tool string, args any) (*mcp.CallToolR
 	err := g.noHealthy()
 	if m != nil {
 		res, err = g.callMember(ctx, m, tool, args)
-		if err != nil && failover(err) && ctx.Err() == nil {
+		// The failover is one more member call: it is made only when the
+		// caller's attempt budget (hangar_call's max_attempts) allows.
+		if err != nil && failover(err) && ctx.Err() == nil && retry.Take(ctx) {
 			g.mu.Lock()
 			next := g.take(m)
 			g.mu.Unlock()

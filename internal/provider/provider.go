@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // Backend is a running provider (a container, a process, a remote session)
@@ -203,11 +204,7 @@ func (p *Provider) setState(to State) {
 // backoff returns the delay before restart attempt n (n ≥ 1): base, 2×base,
 // … capped at max.
 func (p *Provider) backoff(n int) time.Duration {
-	d := p.opts.BackoffBase
-	for i := 1; i < n && d < p.opts.BackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, p.opts.BackoffMax)
+	return retry.Restart(p.opts.BackoffBase, p.opts.BackoffMax, n)
 }
 
 // Ensure returns the READY backend, starting it if needed. Concurrent

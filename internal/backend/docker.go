@@ -129,6 +129,8 @@ func SpecFor(s *config.Server, network string) dockerrt.Spec {
 		ReadOnly:    s.ReadOnly,
 		User:        s.User,
 		Stdio:       stdio,
+
+		AllowDockerSocket: s.AllowDockerSocket,
 	}
 }
 

@@ -77,6 +77,11 @@ type Server struct {
 	Network   string // "" means: none for stdio, the gateway's network for http
 	ReadOnly  bool   // default true
 	User      string // default "65534:65534"
+	// AllowDockerSocket lets Volumes mount the Docker engine socket (or a
+	// directory holding it). Off by default: a provider holding the socket
+	// controls the engine the gateway drives. dockerrt decides what counts
+	// as the socket.
+	AllowDockerSocket bool
 
 	// subprocess
 	Command []string

@@ -80,12 +80,7 @@ func configCmd(args []string) error {
 	if len(args) != 2 || args[0] != "check" {
 		return errors.New("usage: hangar config check FILE")
 	}
-	cfg, err := config.Load(args[1])
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%s: ok (%d MCP servers)\n", args[1], len(cfg.Servers))
-	return nil
+	return app.CheckConfig(context.Background(), args[1], os.Stdout)
 }
 
 func callCmd(args []string) error {

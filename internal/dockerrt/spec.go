@@ -168,8 +168,12 @@ var ErrDockerSocket = errors.New("the Docker socket (or a directory holding it) 
 // start path (Build) and `hangar config check` apply.
 func MountsEngineSocket(v string) bool {
 	host, _, ok := strings.Cut(v, ":")
-	return ok && strings.HasPrefix(host, "/") && exposesEngine(host)
+	return ok && ExposesEngine(host)
 }
+
+// ExposesEngine reports whether bind-mounting the absolute host path p would
+// hand over an engine socket; see exposesEngine.
+func ExposesEngine(p string) bool { return strings.HasPrefix(p, "/") && exposesEngine(p) }
 
 // engineSockets are where Docker engines listen.
 var engineSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}

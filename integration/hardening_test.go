@@ -130,3 +130,33 @@ mcp_servers:
 		t.Errorf("the check created the missing source %s (err %v)", missing, err)
 	}
 }
+
+// The start path applies the same Docker socket rule as config check: a
+// socket mount is refused naming allow_docker_socket, and allowed with it.
+func TestDockerSocketNeedsAllowKey(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  sock:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    volumes: ["/var/run/docker.sock:/var/run/docker.sock:ro"]
+    start_timeout_s: 10
+  sock-allowed:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    volumes: ["/var/run/docker.sock:/var/run/docker.sock:ro"]
+    allow_docker_socket: true
+    start_timeout_s: 10
+`)
+	s := connect(t, g.MCPURL)
+	_, isErr, text := s.call(t, "hangar_start", map[string]any{"mcp_server": "sock"})
+	if !isErr || !strings.HasPrefix(text, "start_failed: sock") || !strings.Contains(text, "allow_docker_socket: true") {
+		t.Errorf("hangar_start sock = %q (error %v), want start_failed naming allow_docker_socket", text, isErr)
+	}
+	if n := countContainers(t, g.Instance, "sock"); n != 0 {
+		t.Errorf("%d container(s) created for the refused server", n)
+	}
+	if _, isErr, text := s.call(t, "hangar_start", map[string]any{"mcp_server": "sock-allowed"}); isErr {
+		t.Errorf("hangar_start sock-allowed: %s", text)
+	}
+}

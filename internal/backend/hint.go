@@ -53,7 +53,7 @@ var hardeningRules = []hardeningRule{
 		signs: []string{"temporary failure in name resolution", "name or service not known", "no such host",
 			"getaddrinfo", "eai_again", "enotfound", "could not resolve host", "nodename nor servname",
 			"network is unreachable", "enetunreach", "failed to resolve", "name resolution"},
-		applies: func(s *config.Server) bool { return s.Network == "" || s.Network == "none" },
+		applies: hasNoNetwork,
 		hint: func(s *config.Server) string {
 			return fmt.Sprintf("the container has no network (a hardening default for stdio providers); "+
 				"if the provider needs one, set %s: bridge (or a network name)", keyOf(s, "network"))
@@ -105,6 +105,14 @@ func keyOf(s *config.Server, key string) string {
 		return "mcp_servers." + s.ID + "." + key
 	}
 	return key + " (server " + s.ID + ")"
+}
+
+// hasNoNetwork mirrors SpecFor: a container gets no network when none is
+// configured and it speaks stdio (an HTTP provider is put on a network the
+// gateway reaches).
+func hasNoNetwork(s *config.Server) bool {
+	stdio := s.Transport == "" || s.Transport == config.TransportStdio
+	return s.Network == "none" || (s.Network == "" && stdio)
 }
 
 func effectiveUser(s *config.Server) string {

@@ -13,8 +13,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -84,21 +82,7 @@ func configCmd(args []string) error {
 	if len(args) != 2 || args[0] != "check" {
 		return errors.New("usage: hangar config check FILE")
 	}
-	cfg, err := config.Load(args[1])
-	if err != nil {
-		return err
-	}
-	// Images are checked where the engine can be asked; a config check
-	// without an engine (CI) still validates everything else.
-	problems, err := app.CheckImages(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: note: %v\n", args[1], err)
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%s: images not present and not pullable:\n%s", args[1], strings.Join(problems, "\n"))
-	}
-	fmt.Printf("%s: ok (%d MCP servers)\n", args[1], len(cfg.Servers))
-	return nil
+	return app.CheckConfig(context.Background(), args[1], os.Stdout)
 }
 
 func callCmd(args []string) error {

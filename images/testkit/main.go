@@ -37,6 +37,9 @@ type config struct {
 	exitOnStart int
 	hang        bool
 	stderrLines int
+	// writeOnStart is a file to create before serving; failing to is fatal,
+	// as it is for a provider that keeps state on disk.
+	writeOnStart string
 }
 
 func main() {
@@ -59,6 +62,12 @@ func main() {
 	if cfg.exitOnStart > 0 {
 		fmt.Fprintln(os.Stderr, "testkit: exiting on start as asked")
 		os.Exit(cfg.exitOnStart)
+	}
+	if cfg.writeOnStart != "" {
+		if err := os.WriteFile(cfg.writeOnStart, []byte("testkit\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "testkit: cannot write state file:", err)
+			os.Exit(1)
+		}
 	}
 
 	// Without a handler, SIGTERM is ignored by PID 1 in a container and
@@ -84,6 +93,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.exitOnStart, "exit-on-start", 0, "exit at once with this code (0 = off)")
 	fs.BoolVar(&cfg.hang, "hang", false, "accept input but never answer anything")
 	fs.IntVar(&cfg.stderrLines, "stderr-lines", 0, "lines to write to stderr at start")
+	fs.StringVar(&cfg.writeOnStart, "write-on-start", "", "create this file at start and exit 1 if that fails (\"\" = off)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

@@ -370,3 +370,10 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestParseFlagsWriteOnStart(t *testing.T) {
+	cfg, err := parseFlags([]string{"--write-on-start", "/state.txt"})
+	if err != nil || cfg.writeOnStart != "/state.txt" {
+		t.Errorf("parseFlags = %+v, %v; want writeOnStart /state.txt", cfg, err)
+	}
+}

@@ -33,7 +33,7 @@ func launchDockerStdio(ctx context.Context, rt *dockerrt.Runtime, s *config.Serv
 	if err != nil {
 		return nil, err
 	}
-	return connectContainer(ctx, c, mcpconn.Stdio(c.Stdout, c.Stdin), s.Protocol)
+	return connectContainer(ctx, c, mcpconn.Stdio(c.Stdout, c.Stdin), s.Protocol, s)
 }
 
 // attachDockerStdio speaks MCP to a running container found by discovery.
@@ -42,7 +42,8 @@ func attachDockerStdio(ctx context.Context, rt *dockerrt.Runtime, s *config.Serv
 	if err != nil {
 		return nil, err
 	}
-	return connectContainer(ctx, c, mcpconn.Stdio(c.Stdout, c.Stdin), s.Protocol)
+	// Not our container, not our hardening: no hints.
+	return connectContainer(ctx, c, mcpconn.Stdio(c.Stdout, c.Stdin), s.Protocol, nil)
 }
 
 // launchDockerHTTP creates a container serving MCP over HTTP on a network
@@ -58,7 +59,7 @@ func launchDockerHTTP(ctx context.Context, rt *dockerrt.Runtime, network string,
 		return nil, err
 	}
 	addr := net.JoinHostPort(ip, strconv.Itoa(s.Port))
-	if err := waitPort(ctx, c, addr); err != nil {
+	if err := waitPort(ctx, c, addr, s); err != nil {
 		_ = c.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -73,12 +74,12 @@ func launchDockerHTTP(ctx context.Context, rt *dockerrt.Runtime, network string,
 		_ = c.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return connectContainer(ctx, c, tr, s.Protocol)
+	return connectContainer(ctx, c, tr, s.Protocol, s)
 }
 
 // waitPort polls until addr accepts connections, the container exits, or
 // ctx ends.
-func waitPort(ctx context.Context, c *dockerrt.Container, addr string) error {
+func waitPort(ctx context.Context, c *dockerrt.Container, addr string, s *config.Server) error {
 	var d net.Dialer
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -92,19 +93,22 @@ func waitPort(ctx context.Context, c *dockerrt.Container, addr string) error {
 		select {
 		case <-c.Done():
 			t.Stop()
-			return fmt.Errorf("container exited before its port %s answered (%s)%s", addr, c.Exit(), stderrSuffix(c))
+			return fmt.Errorf("container exited before its port %s answered (%s)%s", addr, c.Exit(), diagnosis(c, s))
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("port %s never answered: %w%s", addr, ctx.Err(), stderrSuffix(c))
+			return fmt.Errorf("port %s never answered: %w%s", addr, ctx.Err(), diagnosis(c, s))
 		case <-t.C:
 		}
 	}
 }
 
-func connectContainer(ctx context.Context, c *dockerrt.Container, tr transport.Interface, protocol string) (*containerBackend, error) {
+// connectContainer speaks MCP to c; hardened is the server whose hardening
+// the gateway applied to c (nil for a container it did not create), used to
+// explain a failure.
+func connectContainer(ctx context.Context, c *dockerrt.Container, tr transport.Interface, protocol string, hardened *config.Server) (*containerBackend, error) {
 	conn, err := mcpconn.Connect(ctx, tr, protocol)
 	if err != nil {
-		return nil, handshakeError(ctx, c, err)
+		return nil, handshakeError(ctx, c, err, hardened)
 	}
 	return &containerBackend{c: c, conn: conn}, nil
 }
@@ -129,33 +133,46 @@ func SpecFor(s *config.Server, network string) dockerrt.Spec {
 		ReadOnly:    s.ReadOnly,
 		User:        s.User,
 		Stdio:       stdio,
+
+		AllowDockerSocket: s.AllowDockerSocket,
 	}
 }
 
 // handshakeError names the real cause of a failed handshake: the container
 // exited (with its code and last stderr), or it never answered.
-func handshakeError(ctx context.Context, c *dockerrt.Container, err error) error {
+func handshakeError(ctx context.Context, c *dockerrt.Container, err error, s *config.Server) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// It never answered: no grace for a container that ignores us.
 		c.Kill(context.WithoutCancel(ctx))
-		return fmt.Errorf("no answer to the MCP handshake: %w%s", err, stderrSuffix(c))
+		return fmt.Errorf("no answer to the MCP handshake: %w%s", err, diagnosis(c, s))
 	}
 	t := time.NewTimer(exitWait)
 	defer t.Stop()
 	select {
 	case <-c.Done():
-		return fmt.Errorf("container exited during start (%s)%s", c.Exit(), stderrSuffix(c))
+		return fmt.Errorf("container exited during start (%s)%s", c.Exit(), diagnosis(c, s))
 	case <-t.C:
 	}
 	_ = c.Stop(context.WithoutCancel(ctx))
-	return fmt.Errorf("MCP handshake: %w%s", err, stderrSuffix(c))
+	return fmt.Errorf("MCP handshake: %w%s", err, diagnosis(c, s))
 }
 
-func stderrSuffix(c *dockerrt.Container) string {
-	if s := c.Stderr.LastLines(5); s != "" {
-		return "; stderr: " + s
+// diagnosis is what a start error adds about c: its last stderr lines, and
+// a hint naming the config key of s to change when the failure points at a
+// hardening default. The whole kept stderr is searched, not just the lines
+// shown: the telling line is often above a stack trace.
+func diagnosis(c *dockerrt.Container, s *config.Server) string {
+	out := ""
+	if tail := c.Stderr.LastLines(5); tail != "" {
+		out = "; stderr: " + tail
 	}
-	return ""
+	exit := ""
+	select {
+	case <-c.Done():
+		exit = c.Exit() // only meaningful once the container has gone
+	default:
+	}
+	return out + hardeningHint(s, exit, c.Stderr.String())
 }
 
 func (b *containerBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {

@@ -25,6 +25,7 @@ type Cache struct {
 
 type entry struct {
 	id      string
+	owner   Owner
 	data    string
 	expires time.Time
 }
@@ -34,8 +35,8 @@ func NewCache(ttl time.Duration, maxBytes int) *Cache {
 	return &Cache{ttl: ttl, maxBytes: maxBytes, order: list.New(), byID: map[string]*list.Element{}, now: time.Now}
 }
 
-// Put stores data and returns its continuation ID.
-func (c *Cache) Put(data string) string {
+// Put stores data for owner and returns its continuation ID.
+func (c *Cache) Put(owner Owner, data string) string {
 	id := ContinuationPrefix + randomHex(12)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -43,32 +44,43 @@ func (c *Cache) Put(data string) string {
 	for c.bytes+len(data) > c.maxBytes && c.order.Len() > 0 {
 		c.removeLocked(c.order.Front())
 	}
-	c.byID[id] = c.order.PushBack(&entry{id: id, data: data, expires: c.now().Add(c.ttl)})
+	c.byID[id] = c.order.PushBack(&entry{id: id, owner: owner, data: data, expires: c.now().Add(c.ttl)})
 	c.bytes += len(data)
 	return id
 }
 
-// Get returns the data of id.
-func (c *Cache) Get(id string) (string, bool) {
+// Get returns the data of id if owner stored it. An entry of another owner
+// is answered exactly like an unknown ID, so that nobody can learn that it
+// exists.
+func (c *Cache) Get(owner Owner, id string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireLocked()
-	el, ok := c.byID[id]
+	el, ok := c.lookupLocked(owner, id)
 	if !ok {
 		return "", false
 	}
 	return el.Value.(*entry).data, true
 }
 
-// Delete removes id and reports whether it was there.
-func (c *Cache) Delete(id string) bool {
+// Delete removes id if owner stored it and reports whether it did; like
+// Get, it cannot tell another owner's entry from a missing one.
+func (c *Cache) Delete(owner Owner, id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.byID[id]
+	el, ok := c.lookupLocked(owner, id)
 	if ok {
 		c.removeLocked(el)
 	}
 	return ok
+}
+
+func (c *Cache) lookupLocked(owner Owner, id string) (*list.Element, bool) {
+	el, ok := c.byID[id]
+	if !ok || el.Value.(*entry).owner != owner {
+		return nil, false
+	}
+	return el, true
 }
 
 // Len is the number of entries.

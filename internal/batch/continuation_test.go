@@ -37,7 +37,7 @@ func TestCachePutGetDelete(t *testing.T) {
 	c, _ := newTestCache(time.Minute, 1<<10)
 	ids := map[string]bool{}
 	for _, data := range []string{"one", "two", ""} {
-		id := c.Put(data)
+		id := c.Put(me, data)
 		if !strings.HasPrefix(id, ContinuationPrefix) || len(id) != len(ContinuationPrefix)+24 {
 			t.Errorf("id %q: want cont_ and 24 hex digits", id)
 		}
@@ -45,7 +45,7 @@ func TestCachePutGetDelete(t *testing.T) {
 			t.Errorf("duplicate id %q", id)
 		}
 		ids[id] = true
-		if got, ok := c.Get(id); !ok || got != data {
+		if got, ok := c.Get(me, id); !ok || got != data {
 			t.Errorf("Get(%q) = %q %v, want %q", id, got, ok, data)
 		}
 	}
@@ -53,20 +53,20 @@ func TestCachePutGetDelete(t *testing.T) {
 		t.Errorf("Len = %d, want 3", c.Len())
 	}
 	for id := range ids {
-		if !c.Delete(id) {
+		if !c.Delete(me, id) {
 			t.Errorf("Delete(%q) = false", id)
 		}
-		if c.Delete(id) {
+		if c.Delete(me, id) {
 			t.Errorf("second Delete(%q) = true", id)
 		}
-		if _, ok := c.Get(id); ok {
+		if _, ok := c.Get(me, id); ok {
 			t.Errorf("Get(%q) after Delete found it", id)
 		}
 	}
 	if c.Len() != 0 || c.bytes != 0 {
 		t.Errorf("after deleting all: Len %d bytes %d", c.Len(), c.bytes)
 	}
-	if _, ok := c.Get("cont_nothere"); ok {
+	if _, ok := c.Get(me, "cont_nothere"); ok {
 		t.Error("Get of an unknown id found something")
 	}
 }
@@ -74,26 +74,26 @@ func TestCachePutGetDelete(t *testing.T) {
 func TestCacheTTL(t *testing.T) {
 	t.Parallel()
 	c, clk := newTestCache(10*time.Minute, 1<<10)
-	old := c.Put("old")
+	old := c.Put(me, "old")
 	clk.advance(5 * time.Minute)
-	young := c.Put("young")
+	young := c.Put(me, "young")
 
 	clk.advance(5 * time.Minute) // old is exactly at its expiry: still there
-	if _, ok := c.Get(old); !ok {
+	if _, ok := c.Get(me, old); !ok {
 		t.Error("entry gone at exactly its TTL")
 	}
 	clk.advance(time.Nanosecond)
-	if _, ok := c.Get(old); ok {
+	if _, ok := c.Get(me, old); ok {
 		t.Error("entry still there past its TTL")
 	}
-	if _, ok := c.Get(young); !ok {
+	if _, ok := c.Get(me, young); !ok {
 		t.Error("younger entry expired with the old one")
 	}
 	if c.Len() != 1 || c.bytes != len("young") {
 		t.Errorf("Len %d bytes %d after expiry", c.Len(), c.bytes)
 	}
 	clk.advance(5 * time.Minute)
-	if _, ok := c.Get(young); ok {
+	if _, ok := c.Get(me, young); ok {
 		t.Error("younger entry still there past its TTL")
 	}
 	if c.Len() != 0 || c.bytes != 0 {
@@ -104,10 +104,10 @@ func TestCacheTTL(t *testing.T) {
 func TestCacheExpiresOnPut(t *testing.T) {
 	t.Parallel()
 	c, clk := newTestCache(time.Second, 1<<10)
-	c.Put("a")
-	c.Put("b")
+	c.Put(me, "a")
+	c.Put(me, "b")
 	clk.advance(2 * time.Second)
-	c.Put("c")
+	c.Put(me, "c")
 	if c.Len() != 1 || c.bytes != 1 {
 		t.Errorf("Len %d bytes %d: expired entries not dropped by Put", c.Len(), c.bytes)
 	}
@@ -133,11 +133,11 @@ func TestCacheByteBound(t *testing.T) {
 			c, _ := newTestCache(time.Hour, tt.maxBytes)
 			ids := make([]string, len(tt.sizes))
 			for i, n := range tt.sizes {
-				ids[i] = c.Put(strings.Repeat("x", n))
+				ids[i] = c.Put(me, strings.Repeat("x", n))
 			}
 			total := 0
 			for i, id := range ids {
-				_, ok := c.Get(id)
+				_, ok := c.Get(me, id)
 				if ok != tt.keep[i] {
 					t.Errorf("put %d (%d bytes) kept = %v, want %v", i, tt.sizes[i], ok, tt.keep[i])
 				}
@@ -155,12 +155,12 @@ func TestCacheByteBound(t *testing.T) {
 func TestCacheDeleteFreesBytes(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestCache(time.Hour, 10)
-	a := c.Put(strings.Repeat("a", 6))
-	c.Delete(a)
-	b := c.Put(strings.Repeat("b", 6))
-	d := c.Put(strings.Repeat("d", 4))
+	a := c.Put(me, strings.Repeat("a", 6))
+	c.Delete(me, a)
+	b := c.Put(me, strings.Repeat("b", 6))
+	d := c.Put(me, strings.Repeat("d", 4))
 	for _, id := range []string{b, d} {
-		if _, ok := c.Get(id); !ok {
+		if _, ok := c.Get(me, id); !ok {
 			t.Errorf("entry %s evicted although the deleted one freed its bytes", id)
 		}
 	}
@@ -173,10 +173,10 @@ func TestCacheConcurrentUse(t *testing.T) {
 	for i := range 16 {
 		wg.Go(func() {
 			for j := range 50 {
-				id := c.Put(strings.Repeat("x", (i+j)%64))
-				c.Get(id)
+				id := c.Put(me, strings.Repeat("x", (i+j)%64))
+				c.Get(me, id)
 				if j%3 == 0 {
-					c.Delete(id)
+					c.Delete(me, id)
 				}
 				c.Len()
 			}

@@ -81,6 +81,7 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 	began := time.Now()
 	resp := Response{BatchID: "batch-" + randomHex(8), Total: len(req.Calls), Results: make([]Result, len(req.Calls))}
 	log := e.Log.With("batch_id", resp.BatchID)
+	owner := OwnerOf(ctx)
 
 	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
@@ -99,7 +100,7 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 			r.Index, r.CallID = i, callID
 			if r.Success {
 				sizeMu.Lock()
-				total += e.fit(&r, e.Limits.MaxTotalRespBytes-total)
+				total += e.fit(owner, &r, e.Limits.MaxTotalRespBytes-total)
 				sizeMu.Unlock()
 			} else if req.FailFast && runCtx.Err() == nil {
 				stop()
@@ -240,8 +241,8 @@ func textOf(res *mcp.CallToolResult) string {
 
 // fit truncates r's result into the continuation cache when it is over the
 // per-call limit or over what is left of the batch's total; it returns the
-// bytes r now takes in the response.
-func (e *Executor) fit(r *Result, left int) int {
+// bytes r now takes in the response. The continuation belongs to owner.
+func (e *Executor) fit(owner Owner, r *Result, left int) int {
 	text, isString := r.Result.(string)
 	if !isString {
 		b, err := json.Marshal(r.Result)
@@ -256,7 +257,7 @@ func (e *Executor) fit(r *Result, left int) int {
 	}
 	r.Truncated = true
 	r.TotalSizeBytes = len(text)
-	r.ContinuationID = e.Cache.Put(text)
+	r.ContinuationID = e.Cache.Put(owner, text)
 	r.Result = cutUTF8(text, limit)
 	return limit
 }

@@ -461,7 +461,7 @@ func TestTruncation(t *testing.T) {
 	if !strings.HasPrefix(r.ContinuationID, ContinuationPrefix) {
 		t.Errorf("continuation id %q", r.ContinuationID)
 	}
-	if data, ok := cache.Get(r.ContinuationID); !ok || data != big {
+	if data, ok := cache.Get(localOwner, r.ContinuationID); !ok || data != big {
 		t.Errorf("cache holds %d bytes (found %v), want the full result", len(data), ok)
 	}
 
@@ -469,7 +469,7 @@ func TestTruncation(t *testing.T) {
 	if !r.Truncated || r.TotalSizeBytes != len(objJSON) || r.Result != string(objJSON[:101]) {
 		t.Errorf("object result = %+v", r)
 	}
-	if data, _ := cache.Get(r.ContinuationID); data != string(objJSON) {
+	if data, _ := cache.Get(localOwner, r.ContinuationID); data != string(objJSON) {
 		t.Errorf("cached object = %q", data)
 	}
 
@@ -524,7 +524,7 @@ func TestTotalResponseSizeCap(t *testing.T) {
 		if !r.Truncated || len(s) != truncatedPreviewBytes || r.TotalSizeBytes != 2000 || r.ContinuationID == "" {
 			t.Errorf("results[%d]: truncated %v, %d bytes inline, total %d", i+1, r.Truncated, len(s), r.TotalSizeBytes)
 		}
-		if data, ok := cache.Get(r.ContinuationID); !ok || data != payload {
+		if data, ok := cache.Get(localOwner, r.ContinuationID); !ok || data != payload {
 			t.Errorf("results[%d]: cached data missing", i+1)
 		}
 	}

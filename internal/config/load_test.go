@@ -117,6 +117,7 @@ mcp_servers:
     network: my-net
     read_only: false
     user: 1000
+    allow_docker_socket: true
     idle_ttl_s: 1.5
     health_check_interval_s: 10
     max_consecutive_failures: 5
@@ -176,7 +177,7 @@ data_dir: /var/lib/hangar
 		Image: "mcp-hangar/math:dev", Args: []string{"--x"},
 		Volumes:   []string{"/srv/data:/data:ro", "/a:/b"},
 		Resources: Resources{MemoryBytes: 1 << 30, NanoCPUs: 2e9, PidsLimit: 64},
-		Network:   "my-net", ReadOnly: false, User: "1000",
+		Network:   "my-net", ReadOnly: false, User: "1000", AllowDockerSocket: true,
 		Env:       map[string]string{"LOG_LEVEL": "info", "N": "1", "API_KEY": "k"},
 		Transport: TransportHTTP, Port: 9000, Path: "/rpc", Protocol: ProtocolModern,
 		IdleTTL: 1500 * time.Millisecond, HealthCheckInterval: 10 * time.Second,

@@ -26,7 +26,7 @@ var (
 		"max_concurrency", "start_timeout_s", "call_timeout_s"}
 	processKeys = []string{"env", "env_files", "transport", "port", "path", "protocol"}
 	modeKeys    = map[string][]string{
-		ModeDocker:     {"image", "args", "volumes", "resources", "network", "read_only", "user", "pull", "registry_auth", "pin_digest", "verify"},
+		ModeDocker:     {"image", "args", "volumes", "resources", "network", "read_only", "user", "pull", "registry_auth", "pin_digest", "verify", "allow_docker_socket"},
 		ModeSubprocess: {"command"},
 		ModeRemote:     {"endpoint", "headers", "transport", "protocol"},
 		ModeGroup:      {"strategy", "min_healthy", "health", "circuit_breaker", "members"},
@@ -182,6 +182,7 @@ func (d *decoder) server(p string, v any, exec Execution, member bool, top map[s
 	s.boolean("read_only", &srv.ReadOnly)
 	s.str("user", &srv.User)
 	d.serverImage(s, srv)
+	s.boolean("allow_docker_socket", &srv.AllowDockerSocket)
 
 	// subprocess
 	if cmd, ok := s.take("command"); ok {

@@ -92,6 +92,11 @@ type Server struct {
 	PinDigest bool
 	// Verify overrides images.verify; see VerifyPolicy.
 	Verify *Verify
+	// AllowDockerSocket lets Volumes mount the Docker engine socket (or a
+	// directory holding it). Off by default: a provider holding the socket
+	// controls the engine the gateway drives. dockerrt decides what counts
+	// as the socket.
+	AllowDockerSocket bool
 
 	// subprocess
 	Command []string

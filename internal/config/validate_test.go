@@ -186,6 +186,9 @@ func TestParseProblems(t *testing.T) {
 		{"strategy on docker", dockerMath + "    strategy: random\n", nil, []string{"mcp_servers.math.strategy: not allowed for mode docker"}},
 		{"image on subprocess", subproc + "    image: img\n", nil, []string{"mcp_servers.sub.image: not allowed for mode subprocess"}},
 		{"command on docker", dockerMath + "    command: [x]\n", nil, []string{"mcp_servers.math.command: not allowed for mode docker"}},
+		{"allow_docker_socket on remote", remoteAPI + "    allow_docker_socket: true\n", nil, []string{"mcp_servers.api.allow_docker_socket: not allowed for mode remote"}},
+		{"allow_docker_socket on subprocess", subproc + "    allow_docker_socket: true\n", nil, []string{"mcp_servers.sub.allow_docker_socket: not allowed for mode subprocess"}},
+		{"allow_docker_socket not a boolean", dockerMath + "    allow_docker_socket: please\n", nil, []string{`mcp_servers.math.allow_docker_socket: must be true or false (got "please")`}},
 		{"lifecycle on group", pool + "    idle_ttl_s: 5\n", nil, []string{"mcp_servers.pool.idle_ttl_s: not allowed for mode group"}},
 		{"member keys at top level", dockerMath + "    id: x\n    weight: 2\n    priority: 1\n", nil, []string{
 			"mcp_servers.math.id: only allowed in group members",

@@ -148,6 +148,12 @@ func DecodeFile(fileName string, data []byte, environ []string) (Candidate, erro
 	if err != nil {
 		return Candidate{}, err
 	}
+	if spec.AllowDockerSocket {
+		// Handing a provider the engine is the operator's decision, made in
+		// the gateway's own config, never by a file dropped into a watched
+		// directory.
+		return Candidate{}, errors.New("allow_docker_socket: only allowed in the gateway's own config")
+	}
 	spec.Origin = SourceFilesystem
 	return Candidate{
 		Name:        id,

@@ -68,6 +68,9 @@ func TestDecodeFile(t *testing.T) {
 		{name: "name not a string", file: "a.yaml", body: "name: [x]\nmode: remote\n", wantErr: "name: must be a non-empty string"},
 		{name: "bad file name", file: "my server.yaml", body: "mode: remote\nendpoint: http://x/mcp\n", wantErr: `name: must match`},
 		{name: "group", file: "g.yaml", body: "mode: group\nmembers: []\n", wantErr: "mode: group is not supported"},
+		{name: "docker socket allowed by a dropped file", file: "s.yaml",
+			body:    "mode: docker\nimage: img\nvolumes: [/var/run/docker.sock:/var/run/docker.sock]\nallow_docker_socket: true\n",
+			wantErr: "allow_docker_socket: only allowed in the gateway's own config"},
 		{name: "unset variable", file: "a.yaml", body: "mode: subprocess\ncommand: [x]\nenv:\n  A: ${NOPE}\n", wantErr: "env.A: environment variable NOPE is not set"},
 	}
 	for _, tc := range cases {

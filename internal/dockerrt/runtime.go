@@ -120,6 +120,12 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 	if err := r.checkGuard(ctx); err != nil {
 		return nil, err
 	}
+	for _, v := range spec.Volumes {
+		if MountsEngineSocket(v) {
+			// Allowed by allow_docker_socket, but worth a line in every start.
+			r.log.Warn("provider is given the Docker socket (allow_docker_socket: true)", "server", spec.ServerID, "volume", v)
+		}
+	}
 	if err := r.checkImage(ctx, spec.Image); err != nil {
 		return nil, err
 	}

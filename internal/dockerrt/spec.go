@@ -1,6 +1,7 @@
 package dockerrt
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -38,6 +39,9 @@ type Spec struct {
 	Network  string
 	ReadOnly bool
 	User     string
+	// AllowDockerSocket lets Volumes hand the engine socket to the
+	// provider (config key allow_docker_socket); Build refuses it otherwise.
+	AllowDockerSocket bool
 	// Stdio attaches stdin: the provider speaks MCP over stdin/stdout.
 	Stdio bool
 	// ExtraLabels are informational only; they can never replace the
@@ -64,7 +68,7 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 		}
 	}
 	for _, v := range s.Volumes {
-		if err := checkVolume(v); err != nil {
+		if err := checkVolume(v, s.AllowDockerSocket); err != nil {
 			return nil, nil, nil, fmt.Errorf("spec for %q: %w", s.ServerID, err)
 		}
 	}
@@ -136,9 +140,9 @@ func pick(v, def int64) int64 {
 }
 
 // checkVolume accepts only host:container[:ro|rw] binds with absolute paths,
-// and never the Docker socket: a provider must not be able to drive the
-// engine the gateway drives.
-func checkVolume(v string) error {
+// and the Docker socket only when allowSocket: a provider holding it can
+// drive the engine the gateway drives.
+func checkVolume(v string, allowSocket bool) error {
 	parts := strings.Split(v, ":")
 	if len(parts) < 2 || len(parts) > 3 {
 		return fmt.Errorf("volume %q: want host:container[:ro|rw]", v)
@@ -149,11 +153,27 @@ func checkVolume(v string) error {
 	if len(parts) == 3 && parts[2] != "ro" && parts[2] != "rw" {
 		return fmt.Errorf("volume %q: mode must be ro or rw", v)
 	}
-	if exposesEngine(parts[0]) {
-		return fmt.Errorf("volume %q: the Docker socket (or a directory holding it) cannot be given to a provider", v)
+	if exposesEngine(parts[0]) && !allowSocket {
+		return fmt.Errorf("volume %q: %w", v, ErrDockerSocket)
 	}
 	return nil
 }
+
+// ErrDockerSocket refuses a volume that would hand the engine socket to a
+// provider without allow_docker_socket.
+var ErrDockerSocket = errors.New("the Docker socket (or a directory holding it) cannot be given to a provider unless the server sets allow_docker_socket: true")
+
+// MountsEngineSocket reports whether the bind volume v (host:container[:mode])
+// would hand the engine socket to the container. It is the one rule both the
+// start path (Build) and `hangar config check` apply.
+func MountsEngineSocket(v string) bool {
+	host, _, ok := strings.Cut(v, ":")
+	return ok && ExposesEngine(host)
+}
+
+// ExposesEngine reports whether bind-mounting the absolute host path p would
+// hand over an engine socket; see exposesEngine.
+func ExposesEngine(p string) bool { return strings.HasPrefix(p, "/") && exposesEngine(p) }
 
 // engineSockets are where Docker engines listen.
 var engineSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}

@@ -1,6 +1,7 @@
 package dockerrt
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -269,6 +270,67 @@ func TestBuildRefusesDockerSocketSpellings(t *testing.T) {
 		s.Volumes = []string{v}
 		if _, host, _, err := Build(s); err == nil {
 			t.Errorf("volume %q accepted (Binds %v)", v, host.Binds)
+		}
+	}
+}
+
+// TestBuildAllowsDockerSocketWhenAsked: allow_docker_socket lifts exactly
+// the socket refusal, whatever the spelling, and nothing else.
+func TestBuildAllowsDockerSocketWhenAsked(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{
+		"/var/run/docker.sock:/var/run/docker.sock",
+		"/run/docker.sock:/sock:ro",
+		"/var/run/docker.sock/./:/sock",
+		"/var/run:/host-run",
+	} {
+		s := baseSpec()
+		s.Volumes = []string{v}
+		if _, _, _, err := Build(s); !errors.Is(err, ErrDockerSocket) {
+			t.Errorf("volume %q without allow_docker_socket: error %v, want ErrDockerSocket", v, err)
+		}
+		s.AllowDockerSocket = true
+		_, host, _, err := Build(s)
+		if err != nil {
+			t.Errorf("volume %q with allow_docker_socket: %v", v, err)
+			continue
+		}
+		if len(host.Binds) != 1 || host.Binds[0] != v || host.Privileged || len(host.CapDrop) != 1 {
+			t.Errorf("volume %q: binds %v, privileged %v, cap drop %v", v, host.Binds, host.Privileged, host.CapDrop)
+		}
+	}
+	s := baseSpec()
+	s.AllowDockerSocket = true
+	s.Volumes = []string{"/var/run/docker.sock:sock"}
+	if _, _, _, err := Build(s); err == nil {
+		t.Error("allow_docker_socket let a malformed volume through")
+	}
+}
+
+func TestMountsEngineSocket(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		volume string
+		want   bool
+	}{
+		{"/var/run/docker.sock:/var/run/docker.sock", true},
+		{"/run/docker.sock:/s:ro", true},
+		{"/var/run/docker.sock//:/s", true},
+		{"/var/run:/r", true},
+		{"/run:/r", true},
+		{"/var:/v", true},
+		{"/:/host", true},
+		{"/home/u/.docker/run/docker.sock:/d", true},
+		{"/srv/data:/data", false},
+		{"/var/lib/data:/data", false},
+		{"/runner:/r", false},
+		{"/var/run/docker.sockets:/s", false},
+		{"relative/docker.sock:/s", false},
+		{"/only-host-part", false},
+	}
+	for _, tt := range tests {
+		if got := MountsEngineSocket(tt.volume); got != tt.want {
+			t.Errorf("MountsEngineSocket(%q) = %v, want %v", tt.volume, got, tt.want)
 		}
 	}
 }

@@ -72,7 +72,7 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	return ok(ex.Run(ctx, r))
 }
 
-func (g *Gateway) fetchContinuation(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) fetchContinuation(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id := req.GetString("continuation_id", "")
 	if id == "" {
 		return fail(fmt.Errorf("continuation_id is required"))
@@ -88,7 +88,7 @@ func (g *Gateway) fetchContinuation(_ context.Context, req mcp.CallToolRequest) 
 	if limit < 1 || limit > maxContinuationLimit || limit != float64(int64(limit)) {
 		return fail(fmt.Errorf("limit must be a whole number 1..%d (got %v)", maxContinuationLimit, limit))
 	}
-	data, found := g.Cache.Get(id)
+	data, found := g.Cache.Get(batch.OwnerOf(ctx), id)
 	if !found {
 		return ok(map[string]any{"found": false, "error": "Continuation not found (may have expired)"})
 	}
@@ -110,12 +110,12 @@ func (g *Gateway) fetchContinuation(_ context.Context, req mcp.CallToolRequest) 
 	})
 }
 
-func (g *Gateway) deleteContinuation(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) deleteContinuation(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id := req.GetString("continuation_id", "")
 	if id == "" {
 		return fail(fmt.Errorf("continuation_id is required"))
 	}
-	return ok(map[string]any{"deleted": g.Cache.Delete(id), "continuation_id": id})
+	return ok(map[string]any{"deleted": g.Cache.Delete(batch.OwnerOf(ctx), id), "continuation_id": id})
 }
 
 // runeStart moves i back to the start of the UTF-8 sequence it falls in.

@@ -173,7 +173,7 @@ func TestMap(t *testing.T) {
 		{name: "unknown type", entry: `{"type":"websocket","command":"x"}`, codes: []string{CodeUnsupported}},
 		{name: "bad env name", entry: `{"command":"npx","env":{"A-B":"1"}}`, codes: []string{CodeInvalidValue}},
 		{name: "cwd ignored", entry: `{"command":"npx","cwd":"/x"}`,
-			want: &mapped{mode: "docker", image: "node:22", args: []string{"npx"}, env: map[string]string{"HOME": "/tmp"}, network: "bridge"},
+			want:  &mapped{mode: "docker", image: "node:22", args: []string{"npx"}, env: map[string]string{"HOME": "/tmp"}, network: "bridge"},
 			codes: []string{CodeIgnored}},
 	}
 	for _, tt := range tests {

@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
@@ -41,6 +42,10 @@ type Options struct {
 	// WorkerTick is how often health and idle workers look at providers
 	// (default 1s).
 	WorkerTick time.Duration
+	// Store keeps installed servers, their secrets and the snapshot
+	// counter; nil keeps them in memory for this process only (until the
+	// SQL store is wired here).
+	Store manage.Store
 }
 
 // App is a running gateway.
@@ -53,6 +58,8 @@ type App struct {
 	Engine    *dockerrt.EngineState
 	Metrics   *metrics.Metrics
 	Log       *slog.Logger
+	// Manage is the management protocol (mcp/* methods, seed 003).
+	Manage *manage.Service
 
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
@@ -110,10 +117,13 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.Metrics = metrics.New()
 	a.selfNets = a.selfNetworks(ctx)
 	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork()}
+	// The sink passes every provider event on to metrics and queues state
+	// changes for the management notifications.
+	sink := manage.NewSink(a.Metrics)
 	a.Providers = provider.NewManager(launcher, provider.Options{
 		Log:    log,
 		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
-		Events: a.Metrics,
+		Events: sink,
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
@@ -135,7 +145,10 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		loader.Execution = cfg.Execution
 		a.Gateway.HotLoad = loader
 	}
+	a.Manage = a.newManage(ctx, o)
 	a.MCP = a.Gateway.MCPServer()
+	a.Manage.Notifier.Attach(a.MCP)
+	a.goOwned(func() { a.Manage.Run(ctx, sink) })
 
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
@@ -155,6 +168,36 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
 	}
 	return a, nil
+}
+
+// newManage builds the management protocol over the providers and groups
+// and restores the installed servers.
+func (a *App) newManage(ctx context.Context, o Options) *manage.Service {
+	cfg, log := a.Config, a.Log.With("component", "manage")
+	st := o.Store
+	if st == nil {
+		st = manage.NewMemStore()
+	}
+	workspace := cfg.Workspace
+	if workspace == "" {
+		workspace = o.Instance
+	}
+	cat := &manage.ProviderCatalog{Providers: a.Providers, Groups: a.Gateway.Groups, Go: a.goOwned}
+	svc := manage.New(cat, st, manage.NewNotifier(log), workspace, manage.Options{
+		Runtimes:        cfg.Runtimes,
+		AllowSubprocess: cfg.Install.AllowSubprocess,
+		Execution:       cfg.Execution,
+		ReadFile:        os.ReadFile,
+	}, log)
+	a.Gateway.Management = svc
+	a.Gateway.Refuse = svc.Refuse
+	a.Gateway.Hooks = svc.Notifier.Hooks()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := svc.Restore(rctx); err != nil {
+		log.Error("installed servers not restored", "error", err)
+	}
+	return svc
 }
 
 // goOwned runs f as a goroutine the App owns: Close waits for it.

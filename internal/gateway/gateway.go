@@ -48,6 +48,15 @@ type Gateway struct {
 	// HotLoad serves hangar_load and hangar_unload; nil when hot-loading
 	// is off (registry.url and registry.catalog_file both empty).
 	HotLoad HotLoader
+	// Management serves the mcp/* methods and /events (seed 003); nil
+	// leaves them out.
+	Management Management
+	// Refuse, when set, is asked before a call or start reaches a server:
+	// a non-nil error (a server disabled by policy) is the answer.
+	Refuse func(id string) error
+	// Hooks are mcp-go session hooks (the management notifier tracks
+	// sessions with them); nil for none.
+	Hooks   *server.Hooks
 	Log     *slog.Logger
 	Started time.Time
 
@@ -123,6 +132,9 @@ func (g *Gateway) setConfig(c *config.Config) {
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
 func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	if err := g.refused(server); err != nil {
+		return nil, err
+	}
 	if grp, ok := g.Groups.Get(server); ok {
 		return grp.Call(ctx, tool, args)
 	}
@@ -133,14 +145,26 @@ func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[stri
 	return p.Call(ctx, tool, args)
 }
 
+// refused is g.Refuse's verdict on id, nil when there is no Refuse.
+func (g *Gateway) refused(id string) error {
+	if g.Refuse == nil {
+		return nil
+	}
+	return g.Refuse(id)
+}
+
 // MCPServer builds the MCP server with every hangar_* tool.
 func (g *Gateway) MCPServer() *server.MCPServer {
-	s := server.NewMCPServer("hangar", Version,
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(g.correlate),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
-	)
+	}
+	if g.Hooks != nil {
+		opts = append(opts, server.WithHooks(g.Hooks))
+	}
+	s := server.NewMCPServer("hangar", Version, opts...)
 	for _, t := range g.tools() {
 		s.AddTool(preencoded(t.Tool), t.Handler)
 	}

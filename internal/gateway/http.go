@@ -26,6 +26,14 @@ type HTTPOptions struct {
 	Metrics http.Handler
 }
 
+// Management is the management protocol's HTTP side (seed 003).
+type Management interface {
+	// WrapMCP serves the mcp/* methods on /mcp and passes the rest on.
+	WrapMCP(next http.Handler) http.Handler
+	// Events serves /events, the notifications as Server-Sent Events.
+	Events() http.Handler
+}
+
 // Endpoint is the HTTP side of the gateway.
 type Endpoint struct {
 	Handler http.Handler
@@ -47,7 +55,12 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 		server.WithHeartbeatInterval(30*time.Second),
 	)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", limitBody(o.MaxBodyBytes, streamable))
+	var mcpHandler http.Handler = streamable
+	if g.Management != nil {
+		mcpHandler = g.Management.WrapMCP(streamable)
+		mux.Handle("/events", g.Management.Events())
+	}
+	mux.Handle("/mcp", limitBody(o.MaxBodyBytes, mcpHandler))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

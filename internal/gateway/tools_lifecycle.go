@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/group"
+	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -87,6 +88,7 @@ func (g *Gateway) list(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 			"health_status":    healthStatus(s),
 			"tools_predefined": p.Predefined(),
 			"description":      p.Spec().Description,
+			"source":           manage.SourceOf(p.Spec()),
 		})
 	}
 	// The filter applies to groups too; only cold and degraded are also
@@ -125,6 +127,9 @@ func startTimeout(p *provider.Provider) time.Duration {
 func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, err := req.RequireString("mcp_server")
 	if err != nil {
+		return fail(err)
+	}
+	if err := g.refused(id); err != nil {
 		return fail(err)
 	}
 	if grp, found := g.Groups.Get(id); found {

@@ -76,9 +76,9 @@ func TestList(t *testing.T) {
 	}
 	want := []map[string]any{
 		{"mcp_server": "a", "state": "cold", "mode": "docker", "alive": false, "tools_count": float64(2),
-			"health_status": "unknown", "tools_predefined": true, "description": "Alpha server"},
+			"health_status": "unknown", "tools_predefined": true, "description": "Alpha server", "source": "config"},
 		{"mcp_server": "b", "state": "ready", "mode": "docker", "alive": true, "tools_count": float64(5),
-			"health_status": "healthy", "tools_predefined": false, "description": ""},
+			"health_status": "healthy", "tools_predefined": false, "description": "", "source": "config"},
 	}
 	for i, w := range want {
 		if got := obj(t, servers[i]); !reflect.DeepEqual(got, w) {

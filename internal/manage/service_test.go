@@ -379,7 +379,7 @@ func TestNotificationsInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client.NewClient(tr)
+	c := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
 	got := make(chan mcp.JSONRPCNotification, 100)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if strings.HasPrefix(n.Method, "mcp/") {

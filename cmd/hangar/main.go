@@ -3,6 +3,8 @@
 //	hangar serve [--config FILE] [--listen HOST:PORT | --stdio]
 //	hangar config check FILE
 //	hangar call [--url URL] TOOL [JSON-ARGUMENTS]
+//	hangar servers list|details|install|uninstall|restart|policy …
+//	hangar import FILE
 //	hangar healthz [URL]
 //	hangar version
 package main
@@ -30,6 +32,8 @@ Usage:
   hangar serve [--config FILE] [--listen HOST:PORT | --stdio] [--instance NAME]
   hangar config check FILE
   hangar call [--url URL] TOOL [JSON-ARGUMENTS]
+  hangar servers list|details NAME|install FILE|uninstall NAME|restart NAME|policy NAME --enabled=… --implicit=…
+  hangar import FILE        (a Claude Desktop, Cursor or VS Code MCP config)
   hangar healthz [URL]
   hangar version
 
@@ -49,6 +53,10 @@ func main() {
 		err = configCmd(os.Args[2:])
 	case "call":
 		err = callCmd(os.Args[2:])
+	case "servers":
+		err = serversCmd(os.Args[2:], false)
+	case "import":
+		err = serversCmd(os.Args[2:], true)
 	case "healthz":
 		url := "http://127.0.0.1:8080/healthz"
 		if len(os.Args) > 2 {

@@ -120,7 +120,11 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	// The sink passes every provider event on to metrics and queues state
 	// changes for the management notifications.
 	sink := manage.NewSink(a.Metrics)
-	a.Providers = provider.NewManager(launcher, provider.Options{
+	if o.Store == nil {
+		o.Store = manage.NewMemStore()
+	}
+	// Installed servers' secrets are resolved from the keystore at launch.
+	a.Providers = provider.NewManager(&manage.SecretLauncher{Next: launcher, Secrets: o.Store}, provider.Options{
 		Log:    log,
 		Global: provider.NewLimiter(cfg.Execution.MaxConcurrency),
 		Events: sink,
@@ -175,9 +179,6 @@ func New(cfg *config.Config, o Options) (*App, error) {
 func (a *App) newManage(ctx context.Context, o Options) *manage.Service {
 	cfg, log := a.Config, a.Log.With("component", "manage")
 	st := o.Store
-	if st == nil {
-		st = manage.NewMemStore()
-	}
 	workspace := cfg.Workspace
 	if workspace == "" {
 		workspace = o.Instance

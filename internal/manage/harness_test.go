@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -164,16 +162,16 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	l := newLauncher()
+	st := ho.store
+	if st == nil {
+		st = manage.NewMemStore()
+	}
 	sink := manage.NewSink(nil)
-	mgr := provider.NewManager(l, provider.Options{Log: log, Events: sink})
+	mgr := provider.NewManager(&manage.SecretLauncher{Next: l, Secrets: st}, provider.Options{Log: log, Events: sink})
 	cfg := config.Default()
 	g := gateway.New(cfg, mgr, nil, nil, log)
 	for _, s := range ho.servers {
 		mgr.Add(s)
-	}
-	st := ho.store
-	if st == nil {
-		st = manage.NewMemStore()
 	}
 	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: cfg.Execution}
 	if ho.opts != nil {
@@ -366,12 +364,14 @@ func mustNotContain(t *testing.T, where, text, secret string) {
 	}
 }
 
-var errNoSecret = errors.New("no secret")
-
-func secretOf(st *manage.MemStore, ref string) (string, error) {
-	b, err := st.Secret(context.Background(), ref)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", errNoSecret, err)
+// secretsUnder returns the keystore values under prefix.
+func secretsUnder(st *manage.MemStore, prefix string) []string {
+	var out []string
+	for _, ref := range st.SecretRefs() {
+		if strings.HasPrefix(ref, prefix) {
+			b, _ := st.Secret(context.Background(), ref)
+			out = append(out, string(b))
+		}
 	}
-	return string(b), nil
+	return out
 }

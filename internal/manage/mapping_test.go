@@ -328,7 +328,7 @@ func TestSealAndUnseal(t *testing.T) {
 			if d.HasError() {
 				t.Fatal(d)
 			}
-			sealed := Seal("srv", e, "f")
+			sealed := Seal("srv", "", e, "f")
 			if !slices.Equal(sealed.Fields, tt.fields) {
 				t.Errorf("sealed fields %v, want %v", sealed.Fields, tt.fields)
 			}
@@ -386,7 +386,7 @@ func TestUnsealRefusesOtherServersSecrets(t *testing.T) {
 	// A literal placeholder in an input is sealed like any value, so it
 	// can never be interpreted as a ref.
 	e := Entry{Command: "npx", Env: map[string]string{"X": "${keystore:installs/thief/1}"}}
-	sealed := Seal("thief", e, "f")
+	sealed := Seal("thief", "", e, "f")
 	if sealed.Secrets["installs/thief/1"] != "${keystore:installs/thief/1}" {
 		t.Fatalf("literal placeholder not sealed as a value: %v", sealed.Secrets)
 	}

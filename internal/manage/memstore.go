@@ -2,6 +2,7 @@ package manage
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -83,6 +84,13 @@ func (m *MemStore) Secret(_ context.Context, ref string) ([]byte, error) {
 		return nil, store.ErrNotFound
 	}
 	return slices.Clone(v), nil
+}
+
+// SecretRefs lists the refs in the keystore, sorted.
+func (m *MemStore) SecretRefs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.secrets))
 }
 
 // DeleteSecrets implements store.Secrets.

@@ -13,9 +13,11 @@ import (
 // Secret values of an entry are moved to the keystore before anything is
 // stored or answered: the entry keeps a placeholder ${keystore:REF} in
 // their place, and only a running provider's spec ever holds the value.
-// REF is installs/<name>/<n>, so that an uninstall deletes a server's
-// secrets by prefix and a placeholder can only ever resolve to a secret of
-// its own server (one installed entry cannot read another's).
+// REF is installs/<name>/<generation>.<n>, so that an uninstall deletes a
+// server's secrets by prefix, a placeholder can only ever resolve to a
+// secret of its own server (one installed entry cannot read another's),
+// and each install's sealed entry differs from the last one's, so that a
+// re-install with new secret values replaces the running server.
 
 // secretish names a flag, a query parameter or a field whose value is a
 // credential.
@@ -39,7 +41,8 @@ type Sealed struct {
 // Seal replaces the secret values of e (env values, header values, token
 // and authorization, docker -e values, values of credential-like flags and
 // URL query parameters) by keystore placeholders.
-func Seal(name string, e Entry, field string) Sealed {
+// gen names this install's generation of secrets ("" for none).
+func Seal(name, gen string, e Entry, field string) Sealed {
 	s := Sealed{Entry: e, Secrets: map[string]string{}}
 	n := 0
 	take := func(fp, v string) string {
@@ -48,6 +51,9 @@ func Seal(name string, e Entry, field string) Sealed {
 		}
 		n++
 		ref := fmt.Sprintf("%s%d", SecretPrefix(name), n)
+		if gen != "" {
+			ref = fmt.Sprintf("%s%s.%d", SecretPrefix(name), gen, n)
+		}
 		s.Secrets[ref] = v
 		s.Fields = append(s.Fields, fp)
 		return placeholder(ref)
@@ -130,7 +136,7 @@ func sealQuery(u, field string, take func(fp, v string) string) string {
 	return base + "?" + strings.Join(parts, "&") + frag
 }
 
-var placeholderRe = regexp.MustCompile(`\$\{keystore:(installs/[A-Za-z0-9_-]{1,64}/[0-9]+)\}`)
+var placeholderRe = regexp.MustCompile(`\$\{keystore:(installs/[A-Za-z0-9_-]{1,64}/(?:[0-9a-f]{1,32}\.)?[0-9]+)\}`)
 
 // Unseal puts the secret values back into a spec built from a sealed entry.
 // Only refs under name's own prefix resolve; lookup errors name the field,

@@ -2,6 +2,7 @@ package manage
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -143,8 +144,10 @@ func (s *Service) specOf(name string, in *installed) (*config.Server, Diagnostic
 	return Map(name, in.sealed, "mcpServers."+name, s.Options)
 }
 
-// publish hands the enabled installs, secrets resolved, to the catalog.
-// Call with s.mu held.
+// publish hands the enabled installs to the catalog, secrets still sealed
+// (SecretLauncher resolves them at launch). An install whose secrets are
+// not all in the keystore is not served; its err says why. Call with s.mu
+// held.
 func (s *Service) publish(ctx context.Context) error {
 	var specs []*config.Server
 	for _, name := range slices.Sorted(maps.Keys(s.installs)) {
@@ -158,9 +161,9 @@ func (s *Service) publish(ctx context.Context) error {
 			in.err = "the entry no longer maps to a server: " + firstError(diags)
 			continue
 		}
-		err := Unseal(name, spec, func(ref string) (string, error) {
-			b, err := s.Store.Secret(ctx, ref)
-			return string(b), err
+		err := Unseal(name, cloneSpec(spec), func(ref string) (string, error) {
+			_, err := s.Store.Secret(ctx, ref)
+			return "", err
 		})
 		if err != nil {
 			in.err = err.Error()
@@ -197,6 +200,13 @@ func (s *Service) secretsOf(ctx context.Context, name string) []string {
 		}
 	}
 	return out
+}
+
+// newGeneration names one install's secrets.
+func newGeneration() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func mustJSON(v any) string {
@@ -637,7 +647,7 @@ func (s *Service) installOne(ctx context.Context, who auth.Identity, name string
 	if diags.HasError() {
 		return out
 	}
-	sealed := Seal(name, e, field)
+	sealed := Seal(name, newGeneration(), e, field)
 	spec, diags := Map(name, sealed.Entry, field, s.Options)
 	out.Diagnostics = append(out.Diagnostics, diags...)
 	if spec == nil {

@@ -77,8 +77,8 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 	mustNotContain(t, "install answer", r.Raw, envSecret)
 
 	// The secrets are in the keystore, and only there.
-	if v, err := secretOf(h.Store, "installs/remote/1"); err != nil || v != "Bearer "+headerSecret {
-		t.Errorf("keystore installs/remote/1 = %q, %v", v, err)
+	if v := secretsUnder(h.Store, "installs/remote/"); len(v) != 1 || v[0] != "Bearer "+headerSecret {
+		t.Errorf("keystore installs/remote/ = %q", v)
 	}
 	recs, _ := h.Store.Installs(context.Background())
 	for _, rec := range recs {
@@ -285,7 +285,7 @@ func TestUninstall(t *testing.T) {
 	if item(t, h.rpc(manage.MethodList, nil), "svc") != nil {
 		t.Error("uninstalled server still listed")
 	}
-	if _, err := secretOf(h.Store, "installs/svc/1"); err == nil {
+	if v := secretsUnder(h.Store, "installs/svc/"); len(v) != 0 {
 		t.Error("the secrets of an uninstalled server are still in the keystore")
 	}
 	if _, ok := h.Gateway.Providers.Get("svc"); ok {
@@ -524,5 +524,32 @@ func TestRestoreAfterRestart(t *testing.T) {
 	}
 	if l := h2.Launcher.launches("on"); len(l) != 1 || l[0].Env["K"] != "restored-secret" {
 		t.Errorf("restored spec = %+v", l)
+	}
+}
+
+// Specs hold refs only; a re-install with a new value replaces the running
+// server, which then gets the new value.
+func TestReinstallRotatesSecret(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	ctx := context.Background()
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "first-value"}}}}`, nil)
+	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := h.Gateway.Providers.Get("svc")
+	if v := p.Spec().Env["K"]; !strings.HasPrefix(v, "${keystore:installs/svc/") {
+		t.Errorf("the provider's spec holds %q, want a keystore ref", v)
+	}
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "second-value"}}}}`, nil)
+	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+		t.Fatal(err)
+	}
+	l := h.Launcher.launches("svc")
+	if len(l) != 2 || l[0].Env["K"] != "first-value" || l[1].Env["K"] != "second-value" {
+		t.Fatalf("launches = %d, env %v", len(l), l)
+	}
+	if v := secretsUnder(h.Store, "installs/svc/"); len(v) != 1 || v[0] != "second-value" {
+		t.Errorf("keystore = %v, want only the new value", v)
 	}
 }

@@ -218,6 +218,9 @@ type Sink struct {
 type stateChange struct {
 	id       string
 	from, to provider.State
+	// healthy marks a successful health check (which refreshes the tools)
+	// rather than a transition.
+	healthy bool
 }
 
 // NewSink returns a sink forwarding every event to next.
@@ -233,8 +236,12 @@ var _ provider.Events = (*Sink)(nil)
 // StateChanged implements provider.Events.
 func (s *Sink) StateChanged(id string, from, to provider.State) {
 	s.Next.StateChanged(id, from, to)
+	s.push(stateChange{id: id, from: from, to: to})
+}
+
+func (s *Sink) push(c stateChange) {
 	s.mu.Lock()
-	s.queue = append(s.queue, stateChange{id, from, to})
+	s.queue = append(s.queue, c)
 	s.mu.Unlock()
 	select {
 	case s.signal <- struct{}{}:
@@ -253,8 +260,15 @@ func (s *Sink) CallDone(id, tool, outcome string, d time.Duration) {
 	s.Next.CallDone(id, tool, outcome, d)
 }
 
-// HealthChecked implements provider.Events.
-func (s *Sink) HealthChecked(id string, err error) { s.Next.HealthChecked(id, err) }
+// HealthChecked implements provider.Events. A passing check refreshed the
+// provider's tools, so its catalog is compared again (the check reports
+// just before it stores the tools: a change may show at the next check).
+func (s *Sink) HealthChecked(id string, err error) {
+	s.Next.HealthChecked(id, err)
+	if err == nil {
+		s.push(stateChange{id: id, healthy: true})
+	}
+}
 
 // Removed implements provider.Events.
 func (s *Sink) Removed(id string) { s.Next.Removed(id) }

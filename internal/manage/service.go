@@ -379,7 +379,10 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 		it.Policy = Policy{Enabled: rec.Enabled, AllowImplicitInvocation: rec.AllowImplicit}
 		// The transport of an installed server is built from its sealed
 		// entry: placeholders, never values.
-		if spec, _ := Map(id, sealed, "", s.Options); spec != nil {
+		// Env files are not read for a listing: their names are enough.
+		o := s.Options
+		o.ReadFile = func(string) ([]byte, error) { return nil, nil }
+		if spec, _ := Map(id, sealed, "", o); spec != nil {
 			it.Transport = transportOf(spec)
 		}
 		switch {
@@ -1148,6 +1151,14 @@ func (s *Service) Run(ctx context.Context, sink *Sink) {
 }
 
 func (s *Service) stateChanged(ctx context.Context, c stateChange) {
+	if c.healthy {
+		if srv, ok := s.Catalog.Server(c.id); ok && !srv.Runtime.Group {
+			if _, member := s.memberOf(c.id); !member {
+				s.checkCatalog(ctx, c.id, srv.Tools)
+			}
+		}
+		return
+	}
 	s.mu.Lock()
 	if c.to != provider.Cold {
 		s.started[c.id] = true

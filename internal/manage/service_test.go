@@ -553,3 +553,29 @@ func TestReinstallRotatesSecret(t *testing.T) {
 		t.Errorf("keystore = %v, want only the new value", v)
 	}
 }
+
+// A health check that finds new tools changes the catalog without a
+// restart.
+func TestCatalogChangedOnHealthCheck(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	ev := h.subscribe("")
+	ctx := context.Background()
+	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+		t.Fatal(err)
+	}
+	first := ev.next(t, manage.MethodCatalogChanged)
+	h.Launcher.setTools([]mcpconn.Tool{{Name: "a"}, {Name: "b"}})
+	h.Launcher.mu.Lock()
+	h.Launcher.alive["svc"].tools = h.Launcher.tools
+	h.Launcher.mu.Unlock()
+	if err := h.Gateway.Providers.Probe(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	n := ev.next(t, manage.MethodCatalogChanged)
+	p, p0 := n["params"].(map[string]any), first["params"].(map[string]any)
+	if p["tools_count"].(float64) != 2 || p["catalog_version"] == p0["catalog_version"] {
+		t.Errorf("catalog_changed after the check = %v (before %v)", p, p0)
+	}
+}

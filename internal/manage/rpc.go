@@ -145,6 +145,7 @@ func (s *Service) WrapMCP(next http.Handler) http.Handler {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
+				w.Header().Set("Connection", "close")
 				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 				return
 			}
@@ -156,6 +157,9 @@ func (s *Service) WrapMCP(next http.Handler) http.Handler {
 		// to answer.
 		if len(body) > maxRequestBytes || json.Unmarshal(body, &env) != nil || !IsMethod(env.Method) {
 			if len(body) > maxRequestBytes {
+				// The rest of the body is unread: the connection cannot
+				// carry another request.
+				w.Header().Set("Connection", "close")
 				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 				return
 			}

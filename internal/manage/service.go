@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
@@ -80,6 +81,10 @@ type Service struct {
 
 	// emitMu orders notifications as their snapshot versions.
 	emitMu sync.Mutex
+	// disabled are the installed servers disabled by policy, rebuilt by
+	// publish: Refuse runs before every call and must not wait for a
+	// mutation holding mu.
+	disabled atomic.Pointer[map[string]bool]
 }
 
 // installed is one installed server as the service holds it.
@@ -150,8 +155,12 @@ func (s *Service) specOf(name string, in *installed) (*config.Server, Diagnostic
 // held.
 func (s *Service) publish(ctx context.Context) error {
 	var specs []*config.Server
+	disabled := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(s.installs)) {
 		in := s.installs[name]
+		if !in.rec.Enabled {
+			disabled[name] = true
+		}
 		if !in.rec.Enabled || in.undecodable {
 			continue
 		}
@@ -172,6 +181,8 @@ func (s *Service) publish(ctx context.Context) error {
 		}
 		specs = append(specs, spec)
 	}
+	// Refuse first, so no call starts a server being disabled.
+	s.disabled.Store(&disabled)
 	return s.Catalog.PublishInstalled(ctx, specs)
 }
 
@@ -780,9 +791,7 @@ func (s *Service) SetPolicy(ctx context.Context, p PolicyParams) (*PolicyResult,
 // Refuse returns the error a call to a disabled server gets, nil when the
 // server is not disabled. The gateway asks before every call.
 func (s *Service) Refuse(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if in, ok := s.installs[id]; ok && !in.rec.Enabled {
+	if d := s.disabled.Load(); d != nil && (*d)[id] {
 		return &provider.Error{Kind: KindDisabled, ID: id, Detail: "disabled by policy: enabled=false; mcp/policy/set with enabled=true serves it again"}
 	}
 	return nil

@@ -242,11 +242,19 @@ func TestDisableStopsAndRefusesCalls(t *testing.T) {
 func TestRestart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
+	ev := h.subscribe("")
 	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["pkg"]}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(context.Background(), "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
-	ev := h.subscribe("")
+	// The first start's notifications come asynchronously: read up to
+	// its ready before restarting.
+	for {
+		n := ev.next(t, manage.MethodStatusChanged)
+		if n["params"].(map[string]any)["server"].(map[string]any)["runtime"].(map[string]any)["state"] == "ready" {
+			break
+		}
+	}
 	r := h.rpc(manage.MethodRestart, map[string]any{"name": "svc"})
 	if r.Result["accepted"] != true || r.Result["server"].(map[string]any)["name"] != "svc" {
 		t.Fatalf("%s", r.Raw)

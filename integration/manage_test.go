@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -345,5 +347,68 @@ func TestManageInstallsSurviveRestart(t *testing.T) {
 	s := connect(t, g2.MCPURL)
 	if r := s.callOne(t, "kept", "add", map[string]any{"a": 5, "b": 5}); !strings.Contains(jsonOf(r), "10") {
 		t.Errorf("kept add = %v", r)
+	}
+}
+
+// hangar import and hangar servers drive a running gateway.
+func TestManageCLI(t *testing.T) {
+	t.Parallel()
+	g := startGatewayFile(t, writeConfig(t, manageConfig), app.Options{})
+	dir := t.TempDir()
+	file := dir + "/claude_desktop_config.json"
+	cfg := `{"mcpServers": {
+	  "calc": {"command": "docker", "args": ["run", "-i", "--rm", "-e", "TOKEN", "mcp-hangar/math:dev"], "env": {"TOKEN": "cli-SECRET-1234"}},
+	  "fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}
+	}}`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(hangarBin, args...)
+		cmd.Env = append(os.Environ(), "HANGAR_URL="+g.MCPURL, "HANGAR_TOKEN=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("import", file)
+	if err == nil {
+		t.Errorf("import of a partial config exited 0:\n%s", out)
+	}
+	for _, want := range []string{"calc", "installed", "secret_stored", "mcpServers.calc.env.TOKEN", "fetch", "runtime_unavailable", "status: partial"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("import output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cli-SECRET-1234") {
+		t.Errorf("import printed the secret:\n%s", out)
+	}
+	out, err = run("servers", "policy", "calc", "--enabled=false")
+	if err != nil || !strings.Contains(out, "enabled=false") || !strings.Contains(out, "state=disabled") {
+		t.Errorf("policy: %v\n%s", err, out)
+	}
+	out, err = run("servers", "list")
+	if err != nil || !strings.Contains(out, "calc") || !strings.Contains(out, "disabled") {
+		t.Errorf("list: %v\n%s", err, out)
+	}
+	out, err = run("servers", "policy", "calc", "--enabled=true")
+	if err != nil {
+		t.Fatalf("policy: %v\n%s", err, out)
+	}
+	s := connect(t, g.MCPURL)
+	if r := s.callOne(t, "calc", "add", map[string]any{"a": 20, "b": 22}); !strings.Contains(jsonOf(r), "42") {
+		t.Errorf("calc add = %v", r)
+	}
+	out, err = run("servers", "details", "calc")
+	if err != nil || !strings.Contains(out, `"catalog_version"`) || strings.Contains(out, "cli-SECRET-1234") {
+		t.Errorf("details: %v\n%s", err, out)
+	}
+	if out, err = run("servers", "restart", "calc"); err != nil || !strings.Contains(out, `"accepted": true`) {
+		t.Errorf("restart: %v\n%s", err, out)
+	}
+	if out, err = run("servers", "uninstall", "calc"); err != nil || !strings.Contains(out, `"removed": true`) {
+		t.Errorf("uninstall: %v\n%s", err, out)
+	}
+	eventually(t, "calc's containers to go", func() bool { return countContainers(t, g.Instance, "calc") == 0 })
+	if out, err = run("servers", "details", "calc"); err == nil || !strings.Contains(out, "calc") {
+		t.Errorf("details after uninstall: %v\n%s", err, out)
 	}
 }

@@ -272,6 +272,9 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 
 // ServeStdio serves MCP on r/w until ctx ends or r reaches EOF.
 func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	// The management methods (mcp/*) are answered before mcp-go sees them.
+	r, w, wait := a.Manage.Stdio(ctx, r, w)
+	defer wait()
 	s := server.NewStdioServer(a.MCP)
 	err := s.Listen(ctx, r, w)
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {

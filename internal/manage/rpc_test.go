@@ -1,10 +1,18 @@
 package manage_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // The /mcp wrapper routes mcp/* itself and hands everything else, body
@@ -52,4 +60,52 @@ func TestWrapMCPEnvelopes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Over stdio the management methods are answered beside mcp-go's.
+func TestStdio(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"mcp/install","params":{"config_json":"{\"mcpServers\":{\"s\":{\"url\":\"http://h/mcp\"}}}"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"mcp/nope"}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, w, wait := h.Svc.Stdio(ctx, strings.NewReader(in), &syncWriter{b: &out})
+	err := server.NewStdioServer(h.Gateway.MCPServer()).Listen(ctx, r, w)
+	wait()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		if id, ok := m["id"].(float64); ok {
+			got[fmt.Sprint(id)] = line
+		}
+	}
+	for id, want := range map[string]string{"1": `"serverInfo"`, "2": `"status":"ok"`, "3": `"hangar_list"`, "4": `-32601`} {
+		if !strings.Contains(got[id], want) {
+			t.Errorf("answer %s = %s, want %s", id, got[id], want)
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
 }

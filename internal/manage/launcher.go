@@ -7,7 +7,10 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -63,6 +66,39 @@ type scrubbed struct {
 
 func (s *scrubbed) Stderr() string { return Scrub(s.Backend.Stderr(), s.secrets) }
 func (s *scrubbed) Exit() string   { return Scrub(s.Backend.Exit(), s.secrets) }
+
+// CallTool scrubs errors, which may quote a URL with a credential in it.
+func (s *scrubbed) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+	res, err := s.Backend.CallTool(ctx, name, args)
+	return res, s.scrub(err)
+}
+
+// ListTools scrubs errors like CallTool.
+func (s *scrubbed) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {
+	tools, err := s.Backend.ListTools(ctx)
+	return tools, s.scrub(err)
+}
+
+func (s *scrubbed) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := Scrub(err.Error(), s.secrets)
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+// scrubbedError is an error whose text hides secrets; errors.Is and As
+// still see the original.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // cloneSpec copies the fields Unseal writes, so the shared spec keeps its
 // placeholders.

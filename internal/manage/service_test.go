@@ -3,6 +3,8 @@ package manage_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
 const (
@@ -586,4 +589,62 @@ func TestCatalogChangedOnHealthCheck(t *testing.T) {
 	if p["tools_count"].(float64) != 2 || p["catalog_version"] == p0["catalog_version"] {
 		t.Errorf("catalog_changed after the check = %v (before %v)", p, p0)
 	}
+}
+
+// What a backend reports about itself never shows the secrets it got.
+func TestSecretLauncherScrubs(t *testing.T) {
+	t.Parallel()
+	st := manage.NewMemStore()
+	ctx := context.Background()
+	_ = st.PutSecret(ctx, "installs/svc/a1.1", []byte("tok-SECRET-99"))
+	next := &leakyLauncher{}
+	l := &manage.SecretLauncher{Next: next, Secrets: st}
+	spec := &config.Server{ID: "svc", Origin: config.OriginInstalled, Mode: config.ModeRemote,
+		Endpoint: "https://h/mcp?api_key=${keystore:installs/svc/a1.1}"}
+	b, err := l.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.got.Endpoint != "https://h/mcp?api_key=tok-SECRET-99" || spec.Endpoint == next.got.Endpoint {
+		t.Fatalf("launched %q, shared spec %q", next.got.Endpoint, spec.Endpoint)
+	}
+	_, cerr := b.CallTool(ctx, "x", nil)
+	_, lerr := b.ListTools(ctx)
+	for _, text := range []string{b.Stderr(), b.Exit(), cerr.Error(), lerr.Error()} {
+		mustNotContain(t, "backend report", text, "tok-SECRET-99")
+		if !strings.Contains(text, "[redacted]") {
+			t.Errorf("%q: not scrubbed", text)
+		}
+	}
+	if !errors.Is(cerr, errLeak) {
+		t.Error("scrubbing lost the error's identity")
+	}
+	// A missing secret fails the launch, naming the field only.
+	_, err = l.Launch(ctx, &config.Server{ID: "svc", Origin: config.OriginInstalled, Env: map[string]string{"K": "${keystore:installs/svc/a1.2}"}})
+	if err == nil || !strings.Contains(err.Error(), "env.K") {
+		t.Errorf("missing secret: %v", err)
+	}
+}
+
+var errLeak = errors.New("leak")
+
+type leakyLauncher struct{ got *config.Server }
+
+func (l *leakyLauncher) Launch(_ context.Context, s *config.Server) (provider.Backend, error) {
+	l.got = s
+	return &leakyBackend{url: s.Endpoint}, nil
+}
+
+type leakyBackend struct {
+	fakeBackend
+	url string
+}
+
+func (b *leakyBackend) Stderr() string { return "connecting to " + b.url }
+func (b *leakyBackend) Exit() string   { return "exit 1: " + b.url }
+func (b *leakyBackend) CallTool(context.Context, string, any) (*mcp.CallToolResult, error) {
+	return nil, fmt.Errorf("post %s: %w", b.url, errLeak)
+}
+func (b *leakyBackend) ListTools(context.Context) ([]mcpconn.Tool, error) {
+	return nil, fmt.Errorf("get %s: refused", b.url)
 }

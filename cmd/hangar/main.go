@@ -4,6 +4,8 @@
 //	hangar config check FILE
 //	hangar call [--url URL] [--token TOKEN | --token-file FILE] TOOL [JSON-ARGUMENTS]
 //	hangar token new --name NAME --scopes S1,S2 [--servers P1,P2]
+//	hangar servers list|details|install|uninstall|restart|policy …
+//	hangar import FILE
 //	hangar healthz [URL]
 //	hangar version
 package main
@@ -33,6 +35,8 @@ Usage:
   hangar call [--url URL] [--token TOKEN | --token-file FILE] TOOL [JSON-ARGUMENTS]
   hangar token new --name NAME --scopes hangar:read,hangar:call [--servers math,fs-*]
   hangar token show [FILE]
+  hangar servers list|details NAME|install FILE|uninstall NAME|restart NAME|policy NAME --enabled=… --implicit=…
+  hangar import FILE        (a Claude Desktop, Cursor or VS Code MCP config)
   hangar healthz [URL]
   hangar version
 
@@ -58,6 +62,10 @@ func main() {
 		err = callCmd(os.Args[2:])
 	case "token":
 		err = tokenCmd(os.Args[2:], os.Stdout)
+	case "servers":
+		err = serversCmd(os.Args[2:], false)
+	case "import":
+		err = serversCmd(os.Args[2:], true)
 	case "healthz":
 		url := "http://127.0.0.1:8080/healthz"
 		if len(os.Args) > 2 {

@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/instance"
+	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -78,6 +79,8 @@ type App struct {
 
 	// Instance is the instance name in use (Options.Instance resolved).
 	Instance string
+	// Manage is the management protocol (mcp/* methods, seed 003).
+	Manage *manage.Service
 
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
@@ -180,14 +183,18 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		Log:      log.With("component", "images"),
 	}
 	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(), Images: a.Images}
+	// The sink passes every provider event on to metrics and queues state
+	// changes for the management notifications.
+	sink := manage.NewSink(a.Metrics)
 	pins := o.Pins
 	if pins == nil {
 		pins = a.Store
 	}
-	a.Providers = provider.NewManager(launcher, provider.Options{
+	// Installed servers' secrets are resolved from the keystore at launch.
+	a.Providers = provider.NewManager(&manage.SecretLauncher{Next: launcher, Secrets: a.Store}, provider.Options{
 		Log:      log,
 		Global:   provider.NewLimiter(cfg.Execution.MaxConcurrency),
-		Events:   a.Metrics,
+		Events:   sink,
 		ToolGate: pin.New(pins),
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
@@ -210,7 +217,10 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		loader.Execution = cfg.Execution
 		a.Gateway.HotLoad = loader
 	}
+	a.Manage = a.newManage(ctx)
 	a.MCP = a.Gateway.MCPServer()
+	a.Manage.Notifier.Attach(a.MCP)
+	a.goOwned(func() { a.Manage.Run(ctx, sink) })
 
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
@@ -232,6 +242,32 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
 	}
 	return a, nil
+}
+
+// newManage builds the management protocol over the providers and groups
+// and restores the installed servers.
+func (a *App) newManage(ctx context.Context) *manage.Service {
+	cfg, log := a.Config, a.Log.With("component", "manage")
+	workspace := cfg.Workspace
+	if workspace == "" {
+		workspace = a.Instance
+	}
+	cat := &manage.ProviderCatalog{Catalog: a.Gateway.Catalog, Providers: a.Providers, Groups: a.Gateway.Groups, Go: a.goOwned}
+	svc := manage.New(cat, a.Store, manage.NewNotifier(log), workspace, manage.Options{
+		Runtimes:        cfg.Runtimes,
+		AllowSubprocess: cfg.Install.AllowSubprocess,
+		Execution:       cfg.Execution,
+		ReadFile:        os.ReadFile,
+	}, log)
+	a.Gateway.Management = svc
+	a.Gateway.Refuse = svc.Refuse
+	a.Gateway.Hooks = svc.Notifier.Hooks()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := svc.Restore(rctx); err != nil {
+		log.Error("installed servers not restored", "error", err)
+	}
+	return svc
 }
 
 // goOwned runs f as a goroutine the App owns: Close waits for it.
@@ -348,6 +384,9 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 
 // ServeStdio serves MCP on r/w until ctx ends or r reaches EOF.
 func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	// The management methods (mcp/*) are answered before mcp-go sees them.
+	r, w, wait := a.Manage.Stdio(ctx, r, w)
+	defer wait()
 	s := server.NewStdioServer(a.MCP)
 	stdioTrust()(s)
 	err := s.Listen(ctx, r, w)

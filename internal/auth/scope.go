@@ -62,11 +62,16 @@ var methodScopes = map[string]string{
 	"prompts/get":              ScopeCall,
 	"completion/complete":      ScopeCall,
 	"tools/call":               ScopeCall,
+	// Seed 003: reading needs hangar:read, every other mcp/* method
+	// hangar:admin.
+	"mcp/list":           ScopeRead,
+	"mcp/server/details": ScopeRead,
 }
 
 // MethodScope is the scope a JSON-RPC method needs ("" for none).
-// Notifications need none; the management methods (mcp/*) and any method
-// not known here need hangar:admin (fail closed).
+// Notifications need none; the management methods (mcp/*) but the two
+// that read, and any method not known here, need hangar:admin (fail
+// closed).
 func MethodScope(method string) string {
 	if s, ok := methodScopes[method]; ok {
 		return s

@@ -66,6 +66,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	d.registry(root.sub("registry"), &cfg.Registry)
 	d.images(root.sub("images"), &cfg.Images)
 	d.httpServer(root.sub("server"), &cfg.HTTP)
+	d.manage(root, cfg)
 
 	if root.str("data_dir", &cfg.DataDir) {
 		if msg := checkDataDir(cfg.DataDir); msg != "" {

@@ -66,6 +66,13 @@ type Config struct {
 	DataDir string
 	// Source is the file the config was read from ("" when built in code).
 	Source string
+	// Workspace names the one workspace the management protocol serves
+	// ("" means the instance name).
+	Workspace string
+	// Runtimes are images that run package runners (npx, uvx, …) of
+	// installed servers, by command name.
+	Runtimes map[string]Runtime
+	Install  Install
 }
 
 // Server is one configured MCP server (provider) or group.

@@ -64,7 +64,16 @@ type Gateway struct {
 	AuditStore store.Audit
 	// Pins are the tool pins; hangar_approve of a discovered server clears
 	// its pins so that its first start pins what was approved. nil: none.
-	Pins    store.Pins
+	Pins store.Pins
+	// Management serves the mcp/* methods and /events (seed 003); nil
+	// leaves them out.
+	Management Management
+	// Refuse, when set, is asked before a call or start reaches a server:
+	// a non-nil error (a server disabled by policy) is the answer.
+	Refuse func(id string) error
+	// Hooks are mcp-go session hooks (the management notifier tracks
+	// sessions with them); nil for none.
+	Hooks   *server.Hooks
 	Log     *slog.Logger
 	Started time.Time
 	// RateLimiter holds the HTTP endpoint's per-client buckets;
@@ -162,6 +171,9 @@ func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[stri
 	if e := callerOf(ctx).Check("", server); e != nil {
 		return nil, e
 	}
+	if err := g.refused(server); err != nil {
+		return nil, err
+	}
 	if grp, ok := g.Groups.Get(server); ok {
 		return grp.Call(ctx, tool, args)
 	}
@@ -172,9 +184,17 @@ func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[stri
 	return p.Call(ctx, tool, args)
 }
 
+// refused is g.Refuse's verdict on id, nil when there is no Refuse.
+func (g *Gateway) refused(id string) error {
+	if g.Refuse == nil {
+		return nil
+	}
+	return g.Refuse(id)
+}
+
 // MCPServer builds the MCP server with every hangar_* tool.
 func (g *Gateway) MCPServer() *server.MCPServer {
-	s := server.NewMCPServer("hangar", Version,
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(g.correlate),
@@ -182,7 +202,11 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		server.WithToolFilter(visibleTools),
 		server.WithToolHandlerMiddleware(backend.ProgressTokenMiddleware),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
-	)
+	}
+	if g.Hooks != nil {
+		opts = append(opts, server.WithHooks(g.Hooks))
+	}
+	s := server.NewMCPServer("hangar", Version, opts...)
 	for _, t := range g.tools() {
 		s.AddTool(preencoded(t.Tool), t.Handler)
 	}

@@ -37,6 +37,14 @@ type HTTPOptions struct {
 	Auth *auth.HTTP
 }
 
+// Management is the management protocol's HTTP side (seed 003).
+type Management interface {
+	// WrapMCP serves the mcp/* methods on /mcp and passes the rest on.
+	WrapMCP(next http.Handler) http.Handler
+	// Events serves /events, the notifications as Server-Sent Events.
+	Events() http.Handler
+}
+
 // Endpoint is the HTTP side of the gateway.
 type Endpoint struct {
 	Handler  http.Handler
@@ -69,10 +77,15 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	}
 	sessions.release = releaseVia(streamable)
 	mux := http.NewServeMux()
+	var mcpHandler http.Handler = sessions.middleware(streamable)
+	if g.Management != nil {
+		mcpHandler = g.Management.WrapMCP(mcpHandler)
+		mux.Handle("/events", o.Auth.Middleware(g.Management.Events()))
+	}
 	// Order: authentication before the body is read; the envelope check
 	// (413, -32600) reads it once; the scope guard refuses before any
 	// session is looked up or created; then sessions, then mcp-go.
-	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, guard(o.Auth, sessions.middleware(streamable)))))
+	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, guard(o.Auth, mcpHandler))))
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -130,6 +130,9 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return fail(err)
 	}
+	if err := g.refused(id); err != nil {
+		return fail(err)
+	}
 	if grp, found := g.Groups.Get(id); found {
 		return g.startGroup(ctx, grp)
 	}

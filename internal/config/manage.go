@@ -1,0 +1,64 @@
+package config
+
+import "strings"
+
+// OriginInstalled is Server.Origin of a server installed through the
+// management protocol (mcp/install).
+const OriginInstalled = "installed"
+
+// Runtime is a container image that runs a package runner (npx, uvx, …)
+// for servers installed from client configs: `runtimes: {npx: {image: …}}`.
+type Runtime struct {
+	Image string
+	// Network the runner's container joins; default "bridge", because
+	// package runners fetch their package at start.
+	Network string
+	Env     map[string]string
+}
+
+// Install configures the management protocol's mcp/install.
+type Install struct {
+	// AllowSubprocess lets installed entries whose command has no runtime
+	// image run as child processes of the gateway (default false: the
+	// gateway is container-native).
+	AllowSubprocess bool
+}
+
+// manage decodes workspace, runtimes and install.
+func (d *decoder) manage(root *section, cfg *Config) {
+	if root.str("workspace", &cfg.Workspace) && strings.TrimSpace(cfg.Workspace) == "" {
+		d.add("workspace", "must not be empty")
+	}
+	rt := root.sub("runtimes")
+	for _, name := range sortedKeys(rt.m) {
+		v, _ := rt.take(name)
+		s := d.section(rt.at(name), v)
+		var r Runtime
+		if !s.str("image", &r.Image) || r.Image == "" {
+			d.add(s.at("image"), "required")
+		}
+		r.Network = "bridge"
+		if s.str("network", &r.Network) && strings.EqualFold(r.Network, "host") {
+			d.add(s.at("network"), "host networking is not allowed: it bypasses container isolation")
+		}
+		s.strMap("env", &r.Env)
+		s.finish()
+		if cfg.Runtimes == nil {
+			cfg.Runtimes = map[string]Runtime{}
+		}
+		cfg.Runtimes[name] = r
+	}
+	inst := root.sub("install")
+	inst.boolean("allow_subprocess", &cfg.Install.AllowSubprocess)
+	inst.finish()
+}
+
+// ParseSize reads a memory size as `docker run --memory` writes it (512m,
+// 1g, a number of bytes).
+func ParseSize(s string) (int64, error) { return parseSize(s) }
+
+// ParseCPUs reads a CPU count as `docker run --cpus` writes it, as NanoCPUs.
+func ParseCPUs(s string) (int64, bool) {
+	_, n, ok := parseCPUs(s)
+	return n, ok && n > 0
+}

@@ -1,0 +1,183 @@
+package manage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+)
+
+// ---------------------------------------------------------------------------
+// mcp/server/details
+
+// DetailsParams are mcp/server/details's.
+type DetailsParams struct {
+	Scope
+	ServerID string `json:"server_id"`
+	Name     string `json:"name,omitempty"` // accepted as an alias of server_id
+}
+
+// DetailsResult is mcp/server/details's answer.
+type DetailsResult struct {
+	SnapshotVersion uint64      `json:"snapshot_version"`
+	Server          Item        `json:"server"`
+	Catalog         CatalogView `json:"catalog"`
+	Health          HealthView  `json:"health"`
+	Audit           []AuditView `json:"audit"`
+	RecentBindings  []Binding   `json:"recent_bindings"`
+}
+
+// CatalogView is a server's catalog.
+type CatalogView struct {
+	CatalogVersion    string     `json:"catalog_version"`
+	Tools             []ToolView `json:"tools"`
+	Resources         []any      `json:"resources"`
+	ResourceTemplates []any      `json:"resource_templates"`
+	Prompts           []any      `json:"prompts"`
+}
+
+// ToolView is one tool of a catalog.
+type ToolView struct {
+	Name               string          `json:"name"`
+	Title              string          `json:"title,omitempty"`
+	Description        string          `json:"description,omitempty"`
+	InputSchemaSummary map[string]any  `json:"input_schema_summary"`
+	Annotations        json.RawMessage `json:"annotations,omitempty"`
+}
+
+// HealthView is a server's health.
+type HealthView struct {
+	State          string `json:"state"`
+	StatusReason   string `json:"status_reason,omitempty"`
+	LastError      string `json:"last_error,omitempty"`
+	RetryAttempt   int    `json:"retry_attempt"`
+	NextRetryAt    any    `json:"next_retry_at"`
+	CatalogVersion string `json:"catalog_version"`
+	StderrTail     string `json:"stderr_tail"`
+}
+
+// AuditView is one audit entry.
+type AuditView struct {
+	At         string  `json:"at"`
+	Identity   string  `json:"identity"`
+	Action     string  `json:"action"`
+	Tool       string  `json:"tool,omitempty"`
+	Allowed    bool    `json:"allowed"`
+	Reason     string  `json:"reason,omitempty"`
+	Outcome    string  `json:"outcome,omitempty"`
+	DurationMs float64 `json:"duration_ms,omitempty"`
+}
+
+// historyLimit is how many audit entries and bindings details shows.
+const historyLimit = 50
+
+// Details serves mcp/server/details.
+func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult, error) {
+	who, err := need(ctx, auth.ScopeRead)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkScope(p.Scope); err != nil {
+		return nil, err
+	}
+	id := p.ServerID
+	if id == "" {
+		id = p.Name
+	}
+	if id == "" {
+		return nil, invalid("server_id is required")
+	}
+	if err := mayReach(who, id); err != nil {
+		return nil, err
+	}
+	it, err := s.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.Store.SnapshotVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot version: %w", err)
+	}
+	secrets := s.secretsOf(ctx, id)
+	srv, served := s.Catalog.Server(id)
+	tools := srv.Tools
+	if len(tools) == 0 {
+		if c, err := s.Store.Catalog(ctx, id); err == nil {
+			var cc cachedCatalog
+			if json.Unmarshal(c.Catalog, &cc) == nil {
+				tools = cc.Tools
+			}
+		}
+	}
+	res := &DetailsResult{SnapshotVersion: v, Server: it, Audit: []AuditView{}, RecentBindings: []Binding{}}
+	res.Catalog = CatalogView{CatalogVersion: catalogVersion(tools), Tools: []ToolView{}, Resources: []any{},
+		ResourceTemplates: []any{}, Prompts: []any{}}
+	for _, t := range tools {
+		res.Catalog.Tools = append(res.Catalog.Tools, ToolView{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchemaSummary: schemaSummary(t.InputSchema), Annotations: t.Annotations})
+	}
+	res.Health = HealthView{State: it.Runtime.State, StatusReason: it.StatusReason, LastError: it.Runtime.LastError,
+		CatalogVersion: res.Catalog.CatalogVersion}
+	if served {
+		res.Health.RetryAttempt = srv.Runtime.RetryAttempt
+		res.Health.StderrTail = Scrub(srv.Runtime.Stderr, secrets)
+	}
+	if entries, err := s.Store.RecentAudit(ctx, id, historyLimit); err == nil {
+		for _, e := range entries {
+			res.Audit = append(res.Audit, AuditView{At: e.At.UTC().Format(time.RFC3339Nano), Identity: e.Identity, Action: e.Action,
+				Tool: e.Tool, Allowed: e.Allowed, Reason: e.Reason, Outcome: e.Outcome, DurationMs: e.DurationMs})
+		}
+	} else {
+		s.Log.Warn("audit not read", "mcp_server", id, "error", err)
+	}
+	if s.Bindings != nil {
+		if b := s.Bindings.RecentBindings(id, historyLimit); b != nil {
+			res.RecentBindings = b
+		}
+	}
+	return res, nil
+}
+
+// catalogVersion hashes a catalog: it changes exactly when the catalog does.
+func catalogVersion(tools []mcpconn.Tool) string {
+	sum := sha256.Sum256(encodeCatalog(tools))
+	return hex.EncodeToString(sum[:8])
+}
+
+// schemaSummary condenses an input schema to its property names, types
+// and required list.
+func schemaSummary(raw json.RawMessage) map[string]any {
+	var sch struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	out := map[string]any{"type": "object", "properties": map[string]string{}, "required": []string{}}
+	if len(raw) == 0 || json.Unmarshal(raw, &sch) != nil {
+		return out
+	}
+	if sch.Type != "" {
+		out["type"] = sch.Type
+	}
+	props := map[string]string{}
+	for k, v := range sch.Properties {
+		var p struct {
+			Type any `json:"type"`
+		}
+		_ = json.Unmarshal(v, &p)
+		props[k] = fmt.Sprint(p.Type)
+		if p.Type == nil {
+			props[k] = "any"
+		}
+	}
+	out["properties"] = props
+	if sch.Required != nil {
+		out["required"] = sch.Required
+	}
+	return out
+}

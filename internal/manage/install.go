@@ -1,0 +1,238 @@
+package manage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// ---------------------------------------------------------------------------
+// mcp/install
+
+// InstallParams are mcp/install's.
+type InstallParams struct {
+	Scope
+	ConfigJSON              string `json:"config_json"`
+	Enabled                 *bool  `json:"enabled,omitempty"`
+	AllowImplicitInvocation *bool  `json:"allow_implicit_invocation,omitempty"`
+}
+
+// InstallResult is mcp/install's answer.
+type InstallResult struct {
+	Status  string          `json:"status"` // ok | partial | validation_error
+	Servers []ServerOutcome `json:"servers"`
+}
+
+// ServerOutcome is one server of an install.
+type ServerOutcome struct {
+	Name        string      `json:"name"`
+	Status      string      `json:"status"` // installed | updated | validation_error
+	Diagnostics Diagnostics `json:"diagnostics"`
+	Server      *Item       `json:"server,omitempty"`
+}
+
+// Change is one entry of mcp/changed.
+type Change struct {
+	Name   string `json:"name"`
+	Action string `json:"action"`
+}
+
+// Install serves mcp/install.
+func (s *Service) Install(ctx context.Context, p InstallParams) (*InstallResult, error) {
+	who, err := need(ctx, auth.ScopeAdmin)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkScope(p.Scope); err != nil {
+		return nil, err
+	}
+	names, entries, rootKey, err := Parse(p.ConfigJSON)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	res := &InstallResult{Servers: []ServerOutcome{}}
+	var changes []Change
+
+	s.mu.Lock()
+	for _, name := range names {
+		out := s.installOne(ctx, who, name, entries[name], rootKey+"."+name, p)
+		if out.Status != "validation_error" {
+			changes = append(changes, Change{Name: name, Action: out.Status})
+		}
+		res.Servers = append(res.Servers, out)
+	}
+	var pubErr error
+	if len(changes) > 0 {
+		pubErr = s.publish(ctx)
+	}
+	s.mu.Unlock()
+	if pubErr != nil {
+		s.Log.Warn("publish installed servers", "error", pubErr)
+	}
+
+	ok := 0
+	for i := range res.Servers {
+		o := &res.Servers[i]
+		if o.Status == "validation_error" {
+			continue
+		}
+		ok++
+		if it, err := s.lookup(ctx, o.Name); err == nil {
+			o.Server = &it
+		}
+	}
+	switch {
+	case ok == len(res.Servers) && ok > 0:
+		res.Status = "ok"
+	case ok == 0:
+		res.Status = "validation_error"
+	default:
+		res.Status = "partial"
+	}
+	if len(changes) > 0 {
+		s.emitChanged(ctx, changes)
+	}
+	return res, nil
+}
+
+// installOne validates, seals and stores one entry. Call with s.mu held.
+func (s *Service) installOne(ctx context.Context, who auth.Identity, name string, raw json.RawMessage, field string, p InstallParams) ServerOutcome {
+	out := ServerOutcome{Name: name, Status: "validation_error", Diagnostics: Diagnostics{}}
+	if !ValidName(name) {
+		out.Diagnostics.add(LevelError, CodeInvalidName, field, "server name must match ^[A-Za-z0-9_-]{1,64}$")
+		return out
+	}
+	if err := mayReach(who, name); err != nil {
+		out.Diagnostics.add(LevelError, CodeNameTaken, field, "%s", err.Error())
+		return out
+	}
+	if srv, ok := s.Catalog.Server(name); ok && srv.Source != SourceInstalled {
+		out.Diagnostics.add(LevelError, CodeNameTaken, field, "the name %q is taken by a server from %s", name, srv.Source)
+		return out
+	}
+	e, diags := DecodeEntry(field, raw)
+	out.Diagnostics = append(out.Diagnostics, diags...)
+	if diags.HasError() {
+		return out
+	}
+	sealed := Seal(name, newGeneration(), e, field)
+	spec, diags := Map(name, sealed.Entry, field, s.Options)
+	out.Diagnostics = append(out.Diagnostics, diags...)
+	if spec == nil {
+		return out
+	}
+	for _, f := range sealed.Fields {
+		out.Diagnostics.add(LevelInfo, CodeSecretStored, f, "value stored in the gateway keystore")
+	}
+
+	now := time.Now().UTC()
+	prev, exists := s.installs[name]
+	rec := store.Install{Name: name, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	if exists {
+		rec.Enabled, rec.AllowImplicit, rec.CreatedAt = prev.rec.Enabled, prev.rec.AllowImplicit, prev.rec.CreatedAt
+	}
+	if p.Enabled != nil {
+		rec.Enabled = *p.Enabled
+	}
+	if p.AllowImplicitInvocation != nil {
+		rec.AllowImplicit = *p.AllowImplicitInvocation
+	}
+	rec.Config, _ = json.Marshal(sealed.Entry)
+
+	fail := func(what string, err error) ServerOutcome {
+		s.Log.Error("install failed", "mcp_server", name, "step", what, "error", err)
+		out.Status = "validation_error"
+		out.Diagnostics.add(LevelError, "store_error", field, "could not %s: the store refused the write", what)
+		return out
+	}
+	if err := s.Store.DeleteSecrets(ctx, SecretPrefix(name)); err != nil {
+		return fail("replace the secrets", err)
+	}
+	for _, ref := range slices.Sorted(maps.Keys(sealed.Secrets)) {
+		if err := s.Store.PutSecret(ctx, ref, []byte(sealed.Secrets[ref])); err != nil {
+			return fail("store a secret", err)
+		}
+	}
+	if err := s.Store.PutInstall(ctx, rec); err != nil {
+		return fail("store the install", err)
+	}
+	s.installs[name] = &installed{rec: rec, sealed: sealed.Entry}
+	out.Status = ActionInstalled
+	if exists {
+		out.Status = ActionUpdated
+	}
+	s.audit(ctx, who, name, "mcp/install", out.Status)
+	return out
+}
+
+func (s *Service) audit(ctx context.Context, who auth.Identity, server, action, outcome string) {
+	e := store.AuditEntry{At: time.Now().UTC(), Server: server, Identity: who.Name, Action: action, Allowed: true,
+		Reason: "hangar:admin", Outcome: outcome}
+	if err := s.Store.AppendAudit(ctx, e); err != nil {
+		s.Log.Warn("audit not written", "mcp_server", server, "action", action, "error", err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// mcp/uninstall
+
+// UninstallResult is mcp/uninstall's answer.
+type UninstallResult struct {
+	Removed  bool   `json:"removed"`
+	ServerID string `json:"server_id"`
+	Name     string `json:"name"`
+}
+
+// Uninstall serves mcp/uninstall: the server is stopped (its containers
+// removed), its install, secrets and cached catalog deleted.
+func (s *Service) Uninstall(ctx context.Context, p NameParams) (*UninstallResult, error) {
+	who, err := need(ctx, auth.ScopeAdmin)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkScope(p.Scope); err != nil {
+		return nil, err
+	}
+	if p.Name == "" {
+		return nil, invalid("name is required")
+	}
+	if err := mayReach(who, p.Name); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if _, ok := s.installs[p.Name]; !ok {
+		s.mu.Unlock()
+		if srv, found := s.Catalog.Server(p.Name); found {
+			return nil, invalid("%q comes from %s, not from mcp/install: it cannot be uninstalled", p.Name, srv.Source)
+		}
+		return nil, fmt.Errorf("%w: no installed MCP server named %q", errNotFound, p.Name)
+	}
+	if err := s.Store.DeleteInstall(ctx, p.Name); err != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("delete the install: %w", err)
+	}
+	delete(s.installs, p.Name)
+	delete(s.catalogVer, p.Name)
+	delete(s.started, p.Name)
+	pubErr := s.publish(ctx)
+	s.mu.Unlock()
+	if pubErr != nil {
+		s.Log.Warn("publish installed servers", "error", pubErr)
+	}
+	if err := s.Store.DeleteSecrets(ctx, SecretPrefix(p.Name)); err != nil {
+		s.Log.Warn("secrets of an uninstalled server not deleted", "mcp_server", p.Name, "error", err)
+	}
+	if err := s.Store.DeleteCatalog(ctx, p.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.Log.Warn("cached catalog of an uninstalled server not deleted", "mcp_server", p.Name, "error", err)
+	}
+	s.audit(ctx, who, p.Name, "mcp/uninstall", "removed")
+	s.emitChanged(ctx, []Change{{Name: p.Name, Action: ActionUninstalled}})
+	return &UninstallResult{Removed: true, ServerID: p.Name, Name: p.Name}, nil
+}

@@ -1,0 +1,401 @@
+package manage
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		want    []string
+		wantKey string
+		wantErr string
+	}{
+		{"claude", `{"mcpServers": {"b": {"command":"x"}, "a": {"url":"http://h"}}}`, []string{"b", "a"}, "mcpServers", ""},
+		{"vscode", `{"servers": {"gh": {"type":"http","url":"http://h"}}, "inputs": []}`, []string{"gh"}, "servers", ""},
+		{"mcpServers wins", `{"servers": {"x": {}}, "mcpServers": {"y": {}}}`, []string{"y"}, "mcpServers", ""},
+		{"empty object is fine", `{"mcpServers": {}}`, nil, "mcpServers", ""},
+		{"not json", `{"mcpServers":`, nil, "", "not a JSON object"},
+		{"array", `[1]`, nil, "", "not a JSON object"},
+		{"no servers", `{"other": {}}`, nil, "", "no \"mcpServers\""},
+		{"null servers", `{"mcpServers": null}`, nil, "", "no \"mcpServers\""},
+		{"servers not object", `{"mcpServers": [1]}`, nil, "", "must be an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			names, entries, key, err := Parse(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(names, tt.want) || key != tt.wantKey || len(entries) != len(tt.want) {
+				t.Fatalf("names %v key %q entries %d, want %v %q", names, key, len(entries), tt.want, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestValidName(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"github": true, "a": true, "A_b-9": true, strings.Repeat("x", 64): true,
+		"": false, strings.Repeat("x", 65): false, "a.b": false, "a b": false, "a/b": false, "ü": false,
+	} {
+		if ValidName(name) != want {
+			t.Errorf("ValidName(%q) = %v, want %v", name, !want, want)
+		}
+	}
+}
+
+// mapped is what a mapping test expects of the spec.
+type mapped struct {
+	mode, image, endpoint, transport, network, user string
+	args, command, volumes                          []string
+	env, headers                                    map[string]string
+	memory, cpus                                    int64
+}
+
+func TestMap(t *testing.T) {
+	t.Parallel()
+	opts := Options{
+		Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}},
+		ReadFile: func(p string) ([]byte, error) {
+			if p == "/etc/app.env" {
+				return []byte("# comment\nFROM_FILE=1\nKEY=file\n"), nil
+			}
+			return nil, &os.PathError{Op: "open", Path: p, Err: os.ErrNotExist}
+		},
+	}
+	sub := opts
+	sub.Runtimes = nil
+	sub.AllowSubprocess = true
+	none := opts
+	none.Runtimes = nil
+
+	tests := []struct {
+		name  string
+		entry string
+		opts  Options
+		want  *mapped // nil: refused
+		codes []string
+		// field is a field_path that must be among the diagnostics.
+		field string
+	}{
+		{name: "docker run basic", entry: `{"command":"docker","args":["run","-i","--rm","mcp-hangar/math:dev"]}`,
+			want: &mapped{mode: "docker", image: "mcp-hangar/math:dev", transport: "stdio"}},
+		{name: "docker run flags", entry: `{"command":"docker","args":["run","-i","--rm","-e","A=1","--env=B=2","-e","TOKEN","-v","/data:/data:ro",
+			"--network","mynet","--memory","256m","--cpus","0.5","--user","1000:1000","--read-only","img:1","serve","--port","3"],"env":{"TOKEN":"t"}}`,
+			want: &mapped{mode: "docker", image: "img:1", network: "mynet", user: "1000:1000", args: []string{"serve", "--port", "3"},
+				env: map[string]string{"A": "1", "B": "2", "TOKEN": "t"}, volumes: []string{"/data:/data:ro"}, memory: 256 << 20, cpus: 5e8}},
+		{name: "docker combined -it warns", entry: `{"command":"docker","args":["run","-it","img"]}`,
+			want: &mapped{mode: "docker", image: "img"}, codes: []string{CodeIgnored}},
+		{name: "docker env-file", entry: `{"command":"docker","args":["run","--env-file","/etc/app.env","-e","KEY=explicit","img"]}`,
+			want: &mapped{mode: "docker", image: "img", env: map[string]string{"FROM_FILE": "1", "KEY": "explicit"}}},
+		{name: "docker env-file missing", entry: `{"command":"docker","args":["run","--env-file","/nope","img"]}`,
+			codes: []string{CodeInvalidValue}, field: "mcpServers.x.args[1]"},
+		{name: "docker unknown flag warns", entry: `{"command":"docker","args":["run","--name","foo","-p","80:80","img"]}`,
+			want: &mapped{mode: "docker", image: "img"}, codes: []string{CodeIgnored, CodeIgnored}},
+		{name: "docker -- ends flags", entry: `{"command":"/usr/bin/docker","args":["run","--","-img"]}`,
+			want: &mapped{mode: "docker", image: "-img"}},
+		{name: "docker privileged", entry: `{"command":"docker","args":["run","--privileged","img"]}`,
+			codes: []string{CodeWidensHardening}, field: "mcpServers.x.args[1]"},
+		{name: "docker cap-add", entry: `{"command":"docker","args":["run","--cap-add","SYS_ADMIN","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker cap-add inline", entry: `{"command":"docker","args":["run","--cap-add=NET_ADMIN","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker network host", entry: `{"command":"docker","args":["run","--network","host","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker net=host", entry: `{"command":"docker","args":["run","--net=host","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker network container", entry: `{"command":"docker","args":["run","--network","container:abc","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker pid host", entry: `{"command":"docker","args":["run","--pid","host","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker ipc host", entry: `{"command":"docker","args":["run","--ipc=host","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker socket", entry: `{"command":"docker","args":["run","-v","/var/run/docker.sock:/var/run/docker.sock","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker socket dir", entry: `{"command":"docker","args":["run","-v","/var/run:/host","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker device", entry: `{"command":"docker","args":["run","--device","/dev/kvm","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker security-opt", entry: `{"command":"docker","args":["run","--security-opt","seccomp=unconfined","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker root user", entry: `{"command":"docker","args":["run","-u","0","img"]}`,
+			codes: []string{CodeWidensHardening}},
+		{name: "docker relative volume", entry: `{"command":"docker","args":["run","-v","data:/data","img"]}`,
+			codes: []string{CodeInvalidValue}},
+		{name: "docker bad memory", entry: `{"command":"docker","args":["run","--memory","lots","img"]}`,
+			codes: []string{CodeInvalidValue}},
+		{name: "docker no image", entry: `{"command":"docker","args":["run","-i"]}`,
+			codes: []string{CodeMissingField}},
+		{name: "docker not run", entry: `{"command":"docker","args":["exec","c"]}`,
+			codes: []string{CodeUnsupported}},
+		{name: "docker flag without value", entry: `{"command":"docker","args":["run","-e"]}`,
+			codes: []string{CodeInvalidValue}},
+		{name: "url", entry: `{"url":"https://mcp.example.com/mcp","headers":{"Authorization":"Bearer x"}}`,
+			want: &mapped{mode: "remote", endpoint: "https://mcp.example.com/mcp", transport: "http", headers: map[string]string{"Authorization": "Bearer x"}}},
+		{name: "url sse", entry: `{"type":"sse","url":"http://h/sse"}`,
+			want: &mapped{mode: "remote", endpoint: "http://h/sse", transport: "sse"}},
+		{name: "url streamable-http", entry: `{"type":"streamable-http","url":"http://h/mcp"}`,
+			want: &mapped{mode: "remote", endpoint: "http://h/mcp", transport: "http"}},
+		{name: "url token", entry: `{"type":"http","url":"http://h/mcp","token":"abc"}`,
+			want: &mapped{mode: "remote", endpoint: "http://h/mcp", transport: "http", headers: map[string]string{"Authorization": "Bearer abc"}}},
+		{name: "url bad scheme", entry: `{"url":"ftp://h"}`, codes: []string{CodeInvalidValue}, field: "mcpServers.x.url"},
+		{name: "http without url", entry: `{"type":"http"}`, codes: []string{CodeMissingField}},
+		{name: "url and command", entry: `{"url":"http://h","command":"npx"}`, codes: []string{CodeInvalidEntry}},
+		{name: "npx runtime", entry: `{"command":"npx","args":["-y","@scope/server"],"env":{"K":"v"}}`,
+			want: &mapped{mode: "docker", image: "node:22", network: "bridge", args: []string{"npx", "-y", "@scope/server"},
+				env: map[string]string{"HOME": "/tmp", "K": "v"}}},
+		{name: "npx subprocess", entry: `{"command":"npx","args":["-y","pkg"]}`, opts: sub,
+			want: &mapped{mode: "subprocess", command: []string{"npx", "-y", "pkg"}}},
+		{name: "uvx no runtime", entry: `{"command":"uvx","args":["pkg"]}`,
+			codes: []string{CodeRuntimeUnavailable}, field: "mcpServers.x.command"},
+		{name: "npx no runtime", entry: `{"command":"npx","args":["pkg"]}`, opts: none,
+			codes: []string{CodeRuntimeUnavailable}},
+		{name: "binary no subprocess", entry: `{"command":"/opt/server"}`, codes: []string{CodeRuntimeUnavailable}},
+		{name: "no command no url", entry: `{"args":["x"]}`, codes: []string{CodeMissingField}},
+		{name: "unknown type", entry: `{"type":"websocket","command":"x"}`, codes: []string{CodeUnsupported}},
+		{name: "bad env name", entry: `{"command":"npx","env":{"A-B":"1"}}`, codes: []string{CodeInvalidValue}},
+		{name: "cwd ignored", entry: `{"command":"npx","cwd":"/x"}`,
+			want:  &mapped{mode: "docker", image: "node:22", args: []string{"npx"}, env: map[string]string{"HOME": "/tmp"}, network: "bridge"},
+			codes: []string{CodeIgnored}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := tt.opts
+			if o.Runtimes == nil && !o.AllowSubprocess && tt.opts.ReadFile == nil {
+				o = opts
+			}
+			e, diags := DecodeEntry("mcpServers.x", json.RawMessage(tt.entry))
+			if diags.HasError() {
+				t.Fatalf("decode: %+v", diags)
+			}
+			s, d := Map("x", e, "mcpServers.x", o)
+			diags = append(diags, d...)
+			var codes []string
+			for _, x := range diags {
+				codes = append(codes, x.Code)
+				if x.FieldPath == "" || x.Message == "" || x.Level == "" {
+					t.Errorf("incomplete diagnostic %+v", x)
+				}
+			}
+			if !slices.Equal(codes, tt.codes) {
+				t.Errorf("codes = %v, want %v (%+v)", codes, tt.codes, diags)
+			}
+			if tt.field != "" && !slices.ContainsFunc(diags, func(x Diagnostic) bool { return x.FieldPath == tt.field }) {
+				t.Errorf("no diagnostic at %s: %+v", tt.field, diags)
+			}
+			if tt.want == nil {
+				if s != nil || !diags.HasError() {
+					t.Fatalf("want refusal, got %+v", s)
+				}
+				return
+			}
+			if s == nil {
+				t.Fatalf("refused: %+v", diags)
+			}
+			checkSpec(t, s, tt.want)
+		})
+	}
+}
+
+func checkSpec(t *testing.T, s *config.Server, w *mapped) {
+	t.Helper()
+	if s.ID != "x" || s.Origin != config.OriginInstalled {
+		t.Errorf("id %q origin %q", s.ID, s.Origin)
+	}
+	eq := func(what, got, want string) {
+		if want != "" && got != want {
+			t.Errorf("%s = %q, want %q", what, got, want)
+		}
+	}
+	eq("mode", s.Mode, w.mode)
+	eq("image", s.Image, w.image)
+	eq("endpoint", s.Endpoint, w.endpoint)
+	eq("transport", s.Transport, w.transport)
+	eq("network", s.Network, w.network)
+	eq("user", s.User, w.user)
+	if !slices.Equal(s.Args, w.args) {
+		t.Errorf("args = %q, want %q", s.Args, w.args)
+	}
+	if !slices.Equal(s.Command, w.command) {
+		t.Errorf("command = %q, want %q", s.Command, w.command)
+	}
+	if !slices.Equal(s.Volumes, w.volumes) {
+		t.Errorf("volumes = %q, want %q", s.Volumes, w.volumes)
+	}
+	if len(s.Env) != len(w.env) {
+		t.Errorf("env = %v, want %v", s.Env, w.env)
+	}
+	for k, v := range w.env {
+		if s.Env[k] != v {
+			t.Errorf("env[%s] = %q, want %q", k, s.Env[k], v)
+		}
+	}
+	if len(s.Headers) != len(w.headers) {
+		t.Errorf("headers = %v, want %v", s.Headers, w.headers)
+	}
+	for k, v := range w.headers {
+		if s.Headers[k] != v {
+			t.Errorf("headers[%s] = %q, want %q", k, s.Headers[k], v)
+		}
+	}
+	if w.memory != 0 && s.Resources.MemoryBytes != w.memory {
+		t.Errorf("memory = %d, want %d", s.Resources.MemoryBytes, w.memory)
+	}
+	if w.cpus != 0 && s.Resources.NanoCPUs != w.cpus {
+		t.Errorf("cpus = %d, want %d", s.Resources.NanoCPUs, w.cpus)
+	}
+	if s.Mode == config.ModeDocker && (!s.ReadOnly || s.User == "") {
+		t.Errorf("docker spec lost its hardening defaults: read_only %v user %q", s.ReadOnly, s.User)
+	}
+}
+
+func TestDecodeEntry(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in    string
+		codes []string
+	}{
+		{`{"command":"x","args":["a"],"env":{"A":"1"}}`, nil},
+		{`{"command":"x","disabled":false,"autoApprove":[]}`, []string{CodeIgnored, CodeIgnored}},
+		{`{"command":1}`, []string{CodeInvalidValue}},
+		{`{"args":"a b"}`, []string{CodeInvalidValue}},
+		{`{"env":{"A":1}}`, []string{CodeInvalidValue}},
+		{`"npx"`, []string{CodeInvalidEntry}},
+		{`null`, []string{CodeInvalidEntry}},
+	}
+	for _, tt := range tests {
+		_, d := DecodeEntry("f", json.RawMessage(tt.in))
+		var codes []string
+		for _, x := range d {
+			codes = append(codes, x.Code)
+		}
+		if !slices.Equal(codes, tt.codes) {
+			t.Errorf("%s: codes %v, want %v", tt.in, codes, tt.codes)
+		}
+	}
+}
+
+// secretValue is in every secret of the seal table, so one search finds a
+// leak.
+const secretValue = "s3cr3t-VALUE"
+
+func TestSealAndUnseal(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		entry  string
+		fields []string // sealed field paths, in order
+		// public are values that must stay as written.
+		public []string
+	}{
+		{"env", `{"command":"npx","args":["pkg"],"env":{"B":"s3cr3t-VALUE-b","A":"s3cr3t-VALUE-a"}}`,
+			[]string{"f.env.A", "f.env.B"}, []string{"pkg"}},
+		{"headers", `{"url":"https://h/mcp","headers":{"Authorization":"Bearer s3cr3t-VALUE","X-Api-Key":"s3cr3t-VALUE2"}}`,
+			[]string{"f.headers.Authorization", "f.headers.X-Api-Key"}, []string{"https://h/mcp"}},
+		{"token", `{"url":"https://h/mcp","token":"s3cr3t-VALUE"}`, []string{"f.token"}, nil},
+		{"authorization", `{"url":"https://h/mcp","authorization":"Basic s3cr3t-VALUE"}`, []string{"f.authorization"}, nil},
+		{"query", `{"url":"https://h/mcp?api_key=s3cr3t-VALUE&region=eu#frag"}`, []string{"f.url?api_key"}, []string{"region=eu"}},
+		{"docker -e", `{"command":"docker","args":["run","-e","K=s3cr3t-VALUE","--env=L=s3cr3t-VALUE2","-e","NAME","img"],"env":{"NAME":"s3cr3t-VALUE3"}}`,
+			[]string{"f.env.NAME", "f.args[2]", "f.args[3]"}, []string{"img", "NAME"}},
+		{"flags", `{"command":"npx","args":["pkg","--api-key","s3cr3t-VALUE","--token=s3cr3t-VALUE2","--port","8080","--password"]}`,
+			[]string{"f.args[2]", "f.args[3]"}, []string{"8080", "--password"}},
+		{"no secrets", `{"command":"npx","args":["pkg","--verbose"]}`, nil, []string{"pkg"}},
+	}
+	opts := Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node"}}, ReadFile: os.ReadFile}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e, d := DecodeEntry("f", json.RawMessage(tt.entry))
+			if d.HasError() {
+				t.Fatal(d)
+			}
+			sealed := Seal("srv", "", e, "f")
+			if !slices.Equal(sealed.Fields, tt.fields) {
+				t.Errorf("sealed fields %v, want %v", sealed.Fields, tt.fields)
+			}
+			b, _ := json.Marshal(sealed.Entry)
+			if strings.Contains(string(b), secretValue) {
+				t.Fatalf("sealed entry still holds a secret: %s", b)
+			}
+			for _, p := range tt.public {
+				if !strings.Contains(string(b), p) {
+					t.Errorf("sealed entry lost public value %q: %s", p, b)
+				}
+			}
+			for ref, v := range sealed.Secrets {
+				if !strings.HasPrefix(ref, "installs/srv/") || !strings.Contains(v, secretValue) {
+					t.Errorf("secret %q = %q", ref, v)
+				}
+			}
+			// The spec from the sealed entry holds placeholders only;
+			// Unseal brings back exactly the spec of the plain entry.
+			spec, d := Map("srv", sealed.Entry, "f", opts)
+			if d.HasError() {
+				t.Fatal(d)
+			}
+			sb, _ := json.Marshal(spec)
+			if strings.Contains(string(sb), secretValue) {
+				t.Fatalf("spec of sealed entry holds a secret: %s", sb)
+			}
+			lookup := func(ref string) (string, error) {
+				v, ok := sealed.Secrets[ref]
+				if !ok {
+					return "", errors.New("not found")
+				}
+				return v, nil
+			}
+			if err := Unseal("srv", spec, lookup); err != nil {
+				t.Fatal(err)
+			}
+			plain, _ := Map("srv", e, "f", opts)
+			pb, _ := json.Marshal(plain)
+			ub, _ := json.Marshal(spec)
+			if string(pb) != string(ub) {
+				t.Errorf("unsealed spec differs from the plain one:\n got %s\nwant %s", ub, pb)
+			}
+		})
+	}
+}
+
+func TestUnsealRefusesOtherServersSecrets(t *testing.T) {
+	t.Parallel()
+	s := &config.Server{Env: map[string]string{"X": "${keystore:installs/victim/1}"}}
+	err := Unseal("thief", s, func(string) (string, error) { return "stolen", nil })
+	if err == nil || s.Env["X"] == "stolen" {
+		t.Fatalf("err %v, env %q: a placeholder resolved another server's secret", err, s.Env["X"])
+	}
+	// A literal placeholder in an input is sealed like any value, so it
+	// can never be interpreted as a ref.
+	e := Entry{Command: "npx", Env: map[string]string{"X": "${keystore:installs/thief/1}"}}
+	sealed := Seal("thief", "", e, "f")
+	if sealed.Secrets["installs/thief/1"] != "${keystore:installs/thief/1}" {
+		t.Fatalf("literal placeholder not sealed as a value: %v", sealed.Secrets)
+	}
+}
+
+func TestScrub(t *testing.T) {
+	t.Parallel()
+	got := Scrub("auth failed for token abcd1234 (abc)", []string{"abcd1234", "abc"})
+	if got != "auth failed for token [redacted] (abc)" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -1,0 +1,260 @@
+package manage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// Runtime states of seed 003.
+const (
+	StateNotStarted   = "not_started"
+	StateDisabled     = "disabled"
+	StateStarting     = "starting"
+	StateReady        = "ready"
+	StateDegraded     = "degraded"
+	StateAuthRequired = "auth_required"
+	StateFailed       = "failed"
+	StateStopping     = "stopping"
+	StateStopped      = "stopped"
+	StateRestarting   = "restarting"
+)
+
+// Change actions of mcp/changed.
+const (
+	ActionInstalled   = "installed"
+	ActionUpdated     = "updated"
+	ActionPolicy      = "policy_changed"
+	ActionUninstalled = "uninstalled"
+)
+
+// Binding is one front-door name bound to a provider tool
+// (recent_bindings).
+type Binding struct {
+	CallableName   string    `json:"callable_name"`
+	RawToolName    string    `json:"raw_tool_name"`
+	CatalogVersion string    `json:"catalog_version,omitempty"`
+	BoundAt        time.Time `json:"bound_at"`
+}
+
+// Bindings is the front door's record of names it bound; nil until the
+// front door is merged (recent_bindings is then empty).
+type Bindings interface {
+	RecentBindings(server string, limit int) []Binding
+}
+
+// Service is the management protocol.
+type Service struct {
+	Catalog   Catalog
+	Store     Store
+	Notifier  *Notifier
+	Bindings  Bindings // may be nil
+	Options   Options
+	Workspace string
+	Log       *slog.Logger
+
+	// mu serializes mutations (install, policy, uninstall, restore) and
+	// guards the maps below.
+	mu         sync.Mutex
+	installs   map[string]*installed
+	started    map[string]bool // IDs that left COLD at least once
+	restarting map[string]bool
+	catalogVer map[string]string
+
+	// emitMu orders notifications as their snapshot versions.
+	emitMu sync.Mutex
+	// disabled are the installed servers disabled by policy, rebuilt by
+	// publish: Refuse runs before every call and must not wait for a
+	// mutation holding mu.
+	disabled atomic.Pointer[map[string]bool]
+}
+
+// installed is one installed server as the service holds it.
+type installed struct {
+	rec    store.Install
+	sealed Entry
+	// err says why an enabled install is not served (a secret missing
+	// from the keystore, a runtime no longer configured); "" when served.
+	err string
+	// undecodable: the stored config could not be read back.
+	undecodable bool
+}
+
+// Errors the methods return; rpc.go turns them into JSON-RPC errors.
+var (
+	errInvalidParams = errors.New("invalid params")
+	errNotFound      = errors.New("not found")
+)
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errInvalidParams, fmt.Sprintf(format, a...))
+}
+
+// New returns a service; call Restore once, then Run.
+func New(cat Catalog, st Store, n *Notifier, workspace string, o Options, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	if n == nil {
+		n = NewNotifier(log)
+	}
+	return &Service{
+		Catalog: cat, Store: st, Notifier: n, Workspace: workspace, Options: o, Log: log,
+		installs: map[string]*installed{}, started: map[string]bool{}, restarting: map[string]bool{},
+		catalogVer: map[string]string{},
+	}
+}
+
+// Restore loads the installed servers from the store and serves the
+// enabled ones (at start-up).
+func (s *Service) Restore(ctx context.Context) error {
+	list, err := s.Store.Installs(ctx)
+	if err != nil {
+		return fmt.Errorf("load installs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rec := range list {
+		var e Entry
+		if err := json.Unmarshal(rec.Config, &e); err != nil {
+			s.Log.Error("installed server not restored: its stored config does not decode", "mcp_server", rec.Name, "error", err)
+			s.installs[rec.Name] = &installed{rec: rec, err: "stored config does not decode", undecodable: true}
+			continue
+		}
+		s.installs[rec.Name] = &installed{rec: rec, sealed: e}
+	}
+	return s.publish(ctx)
+}
+
+// specOf builds the spec of an installed server, secrets still sealed.
+func (s *Service) specOf(name string, in *installed) (*config.Server, Diagnostics) {
+	return Map(name, in.sealed, "mcpServers."+name, s.Options)
+}
+
+// publish hands the enabled installs to the catalog, secrets still sealed
+// (SecretLauncher resolves them at launch). An install whose secrets are
+// not all in the keystore is not served; its err says why. Call with s.mu
+// held.
+func (s *Service) publish(ctx context.Context) error {
+	var specs []*config.Server
+	disabled := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(s.installs)) {
+		in := s.installs[name]
+		if !in.rec.Enabled {
+			disabled[name] = true
+		}
+		if !in.rec.Enabled || in.undecodable {
+			continue
+		}
+		in.err = ""
+		spec, diags := s.specOf(name, in)
+		if spec == nil {
+			in.err = "the entry no longer maps to a server: " + firstError(diags)
+			continue
+		}
+		err := Unseal(name, cloneSpec(spec), func(ref string) (string, error) {
+			_, err := s.Store.Secret(ctx, ref)
+			return "", err
+		})
+		if err != nil {
+			in.err = err.Error()
+			s.Log.Error("installed server not served", "mcp_server", name, "error", err)
+			continue
+		}
+		specs = append(specs, spec)
+	}
+	// Refuse first, so no call starts a server being disabled.
+	s.disabled.Store(&disabled)
+	return s.Catalog.PublishInstalled(ctx, specs)
+}
+
+func firstError(d Diagnostics) string {
+	for _, x := range d {
+		if x.Level == LevelError {
+			return x.Message
+		}
+	}
+	return ""
+}
+
+// secretsOf returns the secret values of an installed server, to scrub
+// them from stderr and errors.
+func (s *Service) secretsOf(ctx context.Context, name string) []string {
+	s.mu.Lock()
+	in, ok := s.installs[name]
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, m := range placeholderRe.FindAllStringSubmatch(mustJSON(in.sealed), -1) {
+		if b, err := s.Store.Secret(ctx, m[1]); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// newGeneration names one install's secrets.
+func newGeneration() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+// Scope are the fields every request may carry.
+type Scope struct {
+	WorkspaceID string `json:"workspace_id,omitempty"`
+	ScopeKind   string `json:"scope_kind,omitempty"`
+}
+
+func (s *Service) checkScope(sc Scope) error {
+	if sc.WorkspaceID != "" && sc.WorkspaceID != s.Workspace {
+		return invalid("workspace_id %q is not served by this gateway: it serves workspace %q", sc.WorkspaceID, s.Workspace)
+	}
+	switch sc.ScopeKind {
+	case "", "workspace":
+		return nil
+	case "user":
+		return invalid(`scope_kind "user" is not supported yet: this gateway has workspace-scoped servers only`)
+	}
+	return invalid(`scope_kind %q is unknown (want "workspace")`, sc.ScopeKind)
+}
+
+func need(ctx context.Context, scope string) (auth.Identity, error) {
+	id := identityOf(ctx)
+	if !id.Has(scope) {
+		return id, auth.MissingScope(scope)
+	}
+	return id, nil
+}
+
+// mayReach refuses a server outside the caller's filter, with the error
+// seed 004 gives for it.
+func mayReach(id auth.Identity, server string) error {
+	if !id.MayReach(server) {
+		return auth.MissingScope(auth.ServerScope(server))
+	}
+	return nil
+}

@@ -81,7 +81,7 @@ mcp_servers:
     volumes: ["`+dir+`:/data:ro"]
   ghost:
     mode: docker
-    image: mcp-hangar/no-such-image:dev
+    image: 127.0.0.1:1/no-such-image:dev  # a registry nobody serves: deterministic without the internet
   fs:
     mode: docker
     image: mcp-hangar/testkit:dev
@@ -95,7 +95,7 @@ mcp_servers:
 	}
 	text := string(out)
 	for _, want := range []string{
-		"mcp_servers.ghost.image: image mcp-hangar/no-such-image:dev is not present on the Docker engine",
+		"mcp_servers.ghost.image: cannot reach registry 127.0.0.1:1 to pull image 127.0.0.1:1/no-such-image:dev",
 		"mcp_servers.fs.volumes[1]: mounts the Docker socket",
 		"set mcp_servers.fs.allow_docker_socket: true",
 	} {

@@ -88,9 +88,10 @@ mcp_servers:
 		_, _ = docker.VolumeRemove(ctx, instance.VolumeName(name), client.VolumeRemoveOptions{Force: true})
 	})
 
+	dataDir := t.TempDir() // one gateway at a time, one data dir across the restart
 	start := func() (*exec.Cmd, string, <-chan struct{}) {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		cmd := exec.Command(hangarBin, "serve", "--config", cfg, "--listen", addr, "--instance", name)
+		cmd := exec.Command(hangarBin, "serve", "--config", cfg, "--listen", addr, "--instance", name, "--data-dir", dataDir)
 		cmd.Stderr = newTestLog(t)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -257,7 +258,9 @@ func TestInstanceSimultaneousStarts(t *testing.T) {
 	procs := make([]*proc, 2)
 	for i := range procs {
 		p := &proc{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), stderr: &strings.Builder{}, exited: make(chan struct{})}
-		p.cmd = exec.Command(hangarBin, "serve", "--config", cfg, "--listen", p.addr, "--instance", name)
+		// Each its own data dir: the engine-side lease, not the data-dir
+		// lock, must pick the winner.
+		p.cmd = exec.Command(hangarBin, "serve", "--config", cfg, "--listen", p.addr, "--instance", name, "--data-dir", t.TempDir())
 		p.cmd.Stderr = p.stderr
 		procs[i] = p
 	}

@@ -25,7 +25,19 @@ type SecretLauncher struct {
 	Secrets store.Secrets
 }
 
-var _ provider.Launcher = (*SecretLauncher)(nil)
+var (
+	_ provider.Launcher = (*SecretLauncher)(nil)
+	_ provider.Preparer = (*SecretLauncher)(nil)
+)
+
+// Prepare passes the next launcher's preparation (image pulls, digest
+// pins, signatures) through; it needs no secret values.
+func (l *SecretLauncher) Prepare(ctx context.Context, spec *config.Server) error {
+	if pr, ok := l.Next.(provider.Preparer); ok {
+		return pr.Prepare(ctx, spec)
+	}
+	return nil
+}
 
 // Launch implements provider.Launcher.
 func (l *SecretLauncher) Launch(ctx context.Context, spec *config.Server) (provider.Backend, error) {

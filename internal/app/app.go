@@ -121,17 +121,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}}
 
-	// The store comes first: a locked, corrupt or unwritable data dir
-	// stops start-up before any container is touched.
-	if err := a.openStore(ctx, o); err != nil {
-		cancel()
-		return nil, err
-	}
-
 	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		cancel()
-		_ = a.Store.Close()
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	a.docker = cli
@@ -146,7 +138,14 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if err := instance.CheckName(a.Instance); err != nil {
 		cancel()
 		_ = cli.Close()
-		_ = a.Store.Close()
+		return nil, err
+	}
+	// The store comes before any container is touched: a locked, corrupt
+	// or unwritable data dir stops start-up there. Its default place
+	// depends on the instance name, resolved just above.
+	if err := a.openStore(ctx, o, a.Instance); err != nil {
+		cancel()
+		_ = cli.Close()
 		return nil, err
 	}
 	a.holder = instance.Self(a.Instance, a.self, o.Listen)

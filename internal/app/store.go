@@ -19,8 +19,8 @@ const legacyImportMarker = discovery.StateFile
 // openStore resolves the data directory (--data-dir > $HANGAR_DATA_DIR >
 // data_dir: > default), opens the store there and imports round 1's
 // discovery decisions once.
-func (a *App) openStore(ctx context.Context, o Options) error {
-	dir, err := config.ResolveDataDir(o.DataDir, a.Config.DataDir, o.Instance)
+func (a *App) openStore(ctx context.Context, o Options, instance string) error {
+	dir, err := config.ResolveDataDir(o.DataDir, a.Config.DataDir, instance)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func TestOpenStoreImportsRoundOneStateOnce(t *testing.T) {
 	}
 	open := func() *App {
 		a := &App{Config: config.Default(), Log: slog.New(slog.DiscardHandler)}
-		if err := a.openStore(ctx, Options{Instance: "i", DataDir: dir}); err != nil {
+		if err := a.openStore(ctx, Options{DataDir: dir}, "i"); err != nil {
 			t.Fatal(err)
 		}
 		return a
@@ -71,7 +71,7 @@ func TestOpenStoreWithoutLegacyFile(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
 	a := &App{Config: config.Default(), Log: slog.New(slog.DiscardHandler)}
-	if err := a.openStore(t.Context(), Options{Instance: "i", DataDir: dir}); err != nil {
+	if err := a.openStore(t.Context(), Options{DataDir: dir}, "i"); err != nil {
 		t.Fatal(err)
 	}
 	defer a.Store.Close()

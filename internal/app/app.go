@@ -220,6 +220,9 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 		}
 		o.Auth = h
 	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = int64(a.Gateway.Config().Execution.MaxRequestBodyBytes)
+	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ type Response struct {
 // Error types of results that are not provider errors.
 const (
 	ErrTypeCancelled = "cancelled"
+	// ErrTypeContinuationFull: the result was over the size limit and the
+	// continuation store had no room for it.
+	ErrTypeContinuationFull = "continuation_full"
 )
 
 // truncatedPreviewBytes is how much of a result is shown inline once the
@@ -149,7 +153,7 @@ func (e *Executor) runOne(ctx context.Context, log *slog.Logger, c Call, maxAtte
 		res, err := e.Invoke(cctx, c.Server, c.Tool, c.Arguments)
 		cancel()
 		if err == nil {
-			r = fromResult(res)
+			r = fromResultLimit(res, e.Limits.MaxResponseBytes)
 			break
 		}
 		log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", attempts, "error", err)
@@ -186,7 +190,14 @@ func failed(kind, msg string) Result {
 // fromResult turns a provider's tool result into hangar_call's result: the
 // structured content if any, else a lone text decoded as JSON when it is
 // JSON (so "3" is 3), else the text, else the content list.
-func fromResult(res *mcp.CallToolResult) Result {
+func fromResult(res *mcp.CallToolResult) Result { return fromResultLimit(res, 0) }
+
+// fromResultLimit is fromResult for a batch whose per-call limit is limit
+// (0: none). A lone text over the limit is kept as the provider's text: it
+// is truncated into the continuation store anyway, and decoding a large
+// JSON text only to encode it again costs several times its size in
+// memory and CPU.
+func fromResultLimit(res *mcp.CallToolResult, limit int) Result {
 	if res.IsError {
 		return failed(provider.KindToolError, textOf(res))
 	}
@@ -195,6 +206,9 @@ func fromResult(res *mcp.CallToolResult) Result {
 	}
 	if len(res.Content) == 1 {
 		if tc, ok := res.Content[0].(mcp.TextContent); ok {
+			if limit > 0 && len(tc.Text) > limit {
+				return Result{Success: true, Result: tc.Text}
+			}
 			if v, ok := decodeJSON(tc.Text); ok {
 				return Result{Success: true, Result: v}
 			}
@@ -234,7 +248,8 @@ func textOf(res *mcp.CallToolResult) string {
 
 // fit truncates r's result into the continuation cache when it is over the
 // per-call limit or over what is left of the batch's total; it returns the
-// bytes r now takes in the response.
+// bytes r now takes in the response. When the store has no room, r becomes
+// a failure that says so.
 func (e *Executor) fit(r *Result, left int) int {
 	text, isString := r.Result.(string)
 	if !isString {
@@ -248,9 +263,15 @@ func (e *Executor) fit(r *Result, left int) int {
 	if len(text) <= limit || e.Cache == nil {
 		return len(text)
 	}
+	id, err := e.Cache.Put(text)
+	if err != nil {
+		f := failed(ErrTypeContinuationFull, fmt.Sprintf("result of %d bytes is over the response limit of %d bytes and was not kept: %v", len(text), limit, err))
+		r.Success, r.Result, r.Error, r.ErrorType = false, nil, f.Error, f.ErrorType
+		return 0
+	}
 	r.Truncated = true
 	r.TotalSizeBytes = len(text)
-	r.ContinuationID = e.Cache.Put(text)
+	r.ContinuationID = id
 	r.Result = cutUTF8(text, limit)
 	return limit
 }

@@ -576,3 +576,49 @@ func TestInvalidResponse(t *testing.T) {
 		t.Errorf("validation error JSON = %v", ve)
 	}
 }
+
+func TestTruncationWhenTheStoreIsFull(t *testing.T) {
+	t.Parallel()
+	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return text(strings.Repeat("q", 300)), nil
+	}}
+	lim := DefaultLimits()
+	lim.MaxResponseBytes = 100
+	cache := NewCache(time.Minute, 500) // room for one 300-byte result
+	resp := newExecutor(f, lim, cache).Run(t.Context(), request(2, 1, 10*time.Second))
+
+	if r := resp.Results[0]; !r.Success || !r.Truncated || r.ContinuationID == "" {
+		t.Errorf("first result should fit the store: %+v", r)
+	}
+	r := resp.Results[1]
+	if r.Success || r.ErrorType == nil || *r.ErrorType != ErrTypeContinuationFull || r.Error == nil ||
+		!strings.Contains(*r.Error, "continuation store is full") || r.Index != 1 || r.CallID == "" {
+		t.Errorf("second result = %+v, want a continuation_full failure keeping its index and call id", r)
+	}
+	if resp.Success || resp.Failed != 1 || resp.Succeeded != 1 {
+		t.Errorf("batch success %v, %d failed, %d succeeded", resp.Success, resp.Failed, resp.Succeeded)
+	}
+	if cache.Bytes() != 300 {
+		t.Errorf("store holds %d bytes, want 300", cache.Bytes())
+	}
+}
+
+func TestBigJSONTextIsNotDecoded(t *testing.T) {
+	t.Parallel()
+	// Spaces and key order a decode-and-encode would change: over the
+	// limit, the continuation keeps the provider's text as it was.
+	raw := `{"b": 1, "a": [` + strings.Repeat(`1, `, 100) + `2]}`
+	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return text(raw), nil
+	}}
+	lim := DefaultLimits()
+	lim.MaxResponseBytes = 50
+	cache := NewCache(time.Minute, 1<<20)
+	r := newExecutor(f, lim, cache).Run(t.Context(), request(1, 1, 10*time.Second)).Results[0]
+	if data, _ := cache.Get(r.ContinuationID); data != raw {
+		t.Errorf("continuation = %.80q, want the provider's text", data)
+	}
+	if r.Result != raw[:50] {
+		t.Errorf("inline result = %q", r.Result)
+	}
+}

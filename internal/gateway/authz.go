@@ -105,13 +105,18 @@ func guard(h *auth.HTTP, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-			next.ServeHTTP(w, r)
-			return
+		body, read := bytesOf(r)
+		if !read {
+			// Not behind limitBody (tests, embedding code): read it here.
+			var err error
+			body, err = io.ReadAll(r.Body)
+			if err != nil {
+				r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+				next.ServeHTTP(w, r)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		id := callerOf(r.Context())
 		for _, env := range envelopes(body) {
 			if e := refusal(id, env); e != nil {

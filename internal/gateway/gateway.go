@@ -77,7 +77,7 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 	g := &Gateway{
 		Providers: providers,
 		Groups:    group.NewRegistry(providers, group.Options{Log: log}),
-		Cache:     batch.NewCache(10*time.Minute, 256<<20),
+		Cache:     newContinuationStore(cfg),
 		Metrics:   m,
 		Engine:    engine,
 		Log:       log,
@@ -98,6 +98,19 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 
 func (g *Gateway) setBatchLimits(cfg *config.Config) {
 	g.batch.Store(&batch.Executor{Invoke: g.invoke, Limits: limitsOf(cfg), Cache: g.Cache, Log: g.Log})
+}
+
+// newContinuationStore sizes the continuation store from the config (its
+// bound and TTL take effect at start, not on reload).
+func newContinuationStore(cfg *config.Config) *batch.Cache {
+	ttl, size := 10*time.Minute, 256<<20
+	if cfg.Batch.ContinuationTTL > 0 {
+		ttl = cfg.Batch.ContinuationTTL
+	}
+	if cfg.Batch.MaxContinuationBytes > 0 {
+		size = cfg.Batch.MaxContinuationBytes
+	}
+	return batch.NewCache(ttl, size)
 }
 
 // Batch is the executor of hangar_call.

@@ -37,6 +37,9 @@ import (
 	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
+// lastFigure is the highest figure number -only accepts.
+const lastFigure = 8
+
 type options struct {
 	out        string
 	bin        string
@@ -53,7 +56,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "write the report here (e.g. BENCHMARKS.md); only a full, successful run writes it. The report always goes to stdout")
 	flag.StringVar(&o.bin, "hangar", "", "gateway binary under test (default bin/hangar, built into a temp dir when missing)")
 	flag.BoolVar(&o.quick, "quick", false, "about a quarter of the samples: a smoke run")
-	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-7 (the report file is then not written)")
+	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-9 (the report file is then not written)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench process's CPU profile to this file")
 	flag.BoolVar(&o.inprocess, "inprocess", false, "run figure 1 only, against a gateway inside this process (with -cpuprofile: both sides of the call in one profile)")
 	flag.DurationVar(&o.budget, "budget", 9*time.Minute, "abort the suite (cleaning up) when it runs longer than this")
@@ -62,7 +65,7 @@ func main() {
 		o.only = map[int]bool{}
 		for _, f := range strings.Split(only, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > 7 {
+			if err != nil || n < 1 || n > lastFigure {
 				fmt.Fprintf(os.Stderr, "bench: -only: bad figure %q\n", f)
 				os.Exit(2)
 			}
@@ -412,8 +415,15 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			}
 		}()
 	}
+	// Figure 8: memory bounded by the limits, on its own gateway.
+	if o.wants(8) && ctx.Err() == nil {
+		var err error
+		if r.Bounds, err = b.Bounds(ctx); err != nil {
+			fail(8, err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
-		for f := 1; f <= 7; f++ {
+		for f := 1; f <= lastFigure; f++ {
 			if o.wants(f) && r.Errs[f] == nil && !measured(r, f) {
 				r.Errs[f] = fmt.Errorf("aborted: %w", context.Cause(ctx))
 			}
@@ -437,6 +447,8 @@ func measured(r *Report, fig int) bool {
 		return r.Load != nil
 	case 7:
 		return r.Mem.LoadMedian != 0
+	case 8:
+		return r.Bounds != nil
 	}
 	return false
 }

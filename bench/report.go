@@ -79,14 +79,15 @@ type Report struct {
 	Quick    bool
 	Complete bool // every figure ran
 
-	Warm  *WarmResult
-	Cold  *ColdResult
-	Burst *BurstResult
-	List  *ListResult
-	Disc  *DiscoveryResult
-	Load  *LoadResult
-	Mem   MemoryResult
-	Errs  map[int]error // by figure
+	Warm   *WarmResult
+	Cold   *ColdResult
+	Burst  *BurstResult
+	List   *ListResult
+	Disc   *DiscoveryResult
+	Load   *LoadResult
+	Mem    MemoryResult
+	Bounds *BoundsResult
+	Errs   map[int]error // by figure
 
 	Cleanup error
 }
@@ -187,6 +188,7 @@ func (r *Report) Markdown() string {
 	r.figure5(&b)
 	r.figure6(&b)
 	r.figure7(&b)
+	r.figure8(&b)
 
 	b.WriteString("## Method\n\n")
 	b.WriteString("- The gateway under test is the real binary (`" + r.Bin + "`), started as a subprocess per figure group with a generated config and a unique `--instance bench-<random>-<figure>`; its RSS is VmRSS from `/proc/<pid>/status`.\n")
@@ -241,6 +243,13 @@ func (r *Report) targets() *table {
 		t.add("Gateway RSS under 40 MB with 100 configured providers", FormatMB(r.Mem.Idle100), verdict(r.Mem.Idle100 < targetRSS100))
 	} else {
 		t.add("Gateway RSS under 40 MB with 100 configured providers", "not measured", "—")
+	}
+	if x := r.Bounds; x != nil {
+		t.add("20 MB body against a 1 MiB limit raises peak RSS by < 16 MB", FormatMB(x.BodyHWMAfter-x.BodyHWMBefore), verdict(x.bodyOK()))
+		t.add("60 MiB provider answer: peak RSS < 160 MB", FormatMB(x.BigPeak), verdict(x.BigPeak < targetBigPeak))
+		t.add("…and RSS back within 20% of idle once its continuation expires", fmt.Sprintf("%s vs %s idle", FormatMB(x.AfterExpiry), FormatMB(x.IdleRSS)), verdict(x.backOK()))
+	} else {
+		t.add("Memory bounded by the limits (figure 8)", "not measured", "—")
 	}
 	if d := r.Disc; d != nil && d.Skipped == "" && d.Visible.N > 0 {
 		t.add("Discovery: labelled container visible < 500 ms (median)", FormatDuration(d.Visible.P50), verdict(d.Visible.P50 < targetDiscovery && d.Missed == 0))
@@ -483,4 +492,38 @@ func (r *Report) figure7(b *strings.Builder) {
 	b.WriteString("\nIdle readings are the median of 5 reads 200 ms apart, 2 s after the gateway came up (or after warming). " +
 		"Under load, RSS is sampled every 50 ms while 32 sessions call `add` round-robin over the 10 warm providers for about 5 s. " +
 		"Provider containers are separate processes and not counted.\n\n")
+}
+
+func (x *BoundsResult) bodyOK() bool {
+	return x.BodyHWMAfter-x.BodyHWMBefore < targetBodyHWMDelta
+}
+
+func (x *BoundsResult) backOK() bool {
+	return x.AfterExpiry > 0 && float64(x.AfterExpiry) <= float64(x.IdleRSS)*targetBackToIdle
+}
+
+func (r *Report) figure8(b *strings.Builder) {
+	b.WriteString("## 8. Memory bounded by the limits\n\n")
+	if r.failed(8, b) {
+		return
+	}
+	x := r.Bounds
+	if x == nil {
+		b.WriteString("Not run.\n\n")
+		return
+	}
+	t := &table{head: []string{"Step", "Before", "After", "Change", "Target"}}
+	t.add(fmt.Sprintf("20 MB POST body, limit 1 MiB (announced, then chunked: HTTP %v), peak RSS (VmHWM)", x.BodyStatus),
+		FormatMB(x.BodyHWMBefore), FormatMB(x.BodyHWMAfter), FormatMB(x.BodyHWMAfter-x.BodyHWMBefore),
+		"rise < 16 MB: "+verdict(x.bodyOK()))
+	t.add(fmt.Sprintf("hangar_call of a 60 MiB answer (truncated %v, total_size_bytes %d, %d bytes inline, %s), peak RSS (VmHWM)", x.BigTruncated, x.BigTotal, x.BigInline, FormatDuration(x.BigTook)),
+		FormatMB(x.BigHWMBefore), FormatMB(x.BigPeak), FormatMB(x.BigPeak-x.BigHWMBefore),
+		"peak < 160 MB: "+verdict(x.BigPeak < targetBigPeak))
+	t.add(fmt.Sprintf("RSS (VmRSS) once the continuation expired (TTL %s, waited %s)", boundsContTTL, FormatDuration(x.ExpiryWait)),
+		FormatMB(x.IdleRSS)+" idle", FormatMB(x.AfterExpiry), FormatRatio(float64(x.AfterExpiry)/float64(max(x.IdleRSS, 1))),
+		"≤ 1.20× idle: "+verdict(x.backOK()))
+	b.WriteString(t.String())
+	b.WriteString("\nOne gateway with one warm testkit provider, `execution.max_request_body_bytes: 1048576`, `batch.continuation_ttl_s: 5` and otherwise default limits " +
+		"(`batch.max_response_size_bytes` 10 MiB, `batch.max_continuation_bytes` 256 MiB). Idle is VmRSS after a small call; peaks are VmHWM, which the kernel keeps " +
+		"regardless of load, so this figure is valid on a busy machine.\n\n")
 }

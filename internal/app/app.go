@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
@@ -93,6 +94,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}}
+	// A provider message bigger than this could be neither answered nor
+	// kept as a continuation, so it is not read into memory.
+	mcpconn.SetMaxMessageBytes(int64(cfg.Batch.MaxResponseSizeBytes) + int64(cfg.Batch.MaxContinuationBytes) + 1<<20)
 
 	// The store comes first: a locked, corrupt or unwritable data dir
 	// stops start-up before any container is touched.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -264,7 +265,9 @@ func ok(v any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mcp.NewToolResultStructured(json.RawMessage(b), string(b)), nil
+	// The text shares b's memory (b is never written again): a large
+	// hangar_call answer is not held twice.
+	return mcp.NewToolResultStructured(json.RawMessage(b), unsafe.String(unsafe.SliceData(b), len(b))), nil
 }
 
 // fail reports err as a tool error whose text starts with its wire kind.

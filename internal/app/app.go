@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +135,12 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	if a.DataDir != "" {
+		// Big continuations wait on disk, not in the gateway's memory.
+		if err := a.Gateway.Cache.SetDir(filepath.Join(a.DataDir, "continuations")); err != nil {
+			log.Warn("continuations stay in memory", "error", err)
+		}
+	}
 	a.Gateway.Store = a.Store
 	// The catalog registers every configured provider and group (with
 	// its members); validation keeps their IDs unique, and a refusal here

@@ -2,12 +2,14 @@ package batch
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 )
 
 // cacheClock is a settable clock for Cache.now.
@@ -241,5 +243,105 @@ func TestCacheConcurrentUse(t *testing.T) {
 	}
 	if sum != c.bytes || c.bytes > c.maxBytes || len(c.byID) != c.order.Len() {
 		t.Errorf("inconsistent cache: bytes %d (sum %d, max %d), byID %d, order %d", c.bytes, sum, c.maxBytes, len(c.byID), c.order.Len())
+	}
+}
+
+// readRef is how hangar_fetch_continuation cut pieces before Cache.Read:
+// over the whole data in memory.
+func readRef(data string, offset, limit int) (string, int) {
+	runeStart := func(i int) int {
+		for i > 0 && i < len(data) && !utf8.RuneStart(data[i]) {
+			i--
+		}
+		return i
+	}
+	off := runeStart(min(offset, len(data)))
+	end := runeStart(min(off+limit, len(data)))
+	if end == off && off < len(data) {
+		_, size := utf8.DecodeRuneInString(data[off:])
+		end = off + size
+	}
+	return data[off:end], off
+}
+
+func TestCacheReadInMemoryAndOnDisk(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for b.Len() < diskMin+100 {
+		b.WriteString("aé✓😀") // 1, 2, 3 and 4 bytes
+	}
+	data := b.String()
+	mem := NewCache(time.Hour, 1<<30)
+	disk := NewCache(time.Hour, 1<<30)
+	dir := t.TempDir() + "/cont"
+	if err := disk.SetDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	memID, diskID := put(t, mem, data), put(t, disk, data)
+	if !disk.OnDisk(len(data)) || mem.OnDisk(len(data)) {
+		t.Fatal("OnDisk")
+	}
+	files, _ := os.ReadDir(dir)
+	if len(files) != 1 || files[0].Name() != diskID {
+		t.Fatalf("files in the store's dir: %v", files)
+	}
+	for _, off := range []int{0, 1, 2, 3, 4, 5, 9, 10, 500000, len(data) - 5, len(data) - 1, len(data), len(data) + 7} {
+		for _, limit := range []int{1, 2, 3, 4, 7, 500000, 2000000} {
+			want, wantOff := readRef(data, off, limit)
+			for name, c := range map[string]*Cache{"memory": mem, "disk": disk} {
+				id := memID
+				if c == disk {
+					id = diskID
+				}
+				got, gotOff, total, ok := c.Read(id, off, limit)
+				if !ok || got != want || gotOff != wantOff || total != len(data) {
+					t.Errorf("%s Read(%d, %d) = %d bytes at %d (total %d, %v), want %d bytes at %d", name, off, limit, len(got), gotOff, total, ok, len(want), wantOff)
+				}
+			}
+		}
+	}
+	if got, ok := disk.Get(diskID); !ok || got != data {
+		t.Errorf("Get from disk: %d bytes, %v", len(got), ok)
+	}
+	if !disk.Delete(diskID) {
+		t.Fatal("Delete")
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("file left after Delete: %v", files)
+	}
+	if _, _, _, ok := disk.Read(diskID, 0, 10); ok {
+		t.Error("Read after Delete found it")
+	}
+	// Small entries stay in memory even with a dir.
+	small := put(t, disk, "tiny")
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("a small entry went to disk: %v", files)
+	}
+	if got, _, _, ok := disk.Read(small, 0, 10); !ok || got != "tiny" {
+		t.Errorf("small entry = %q", got)
+	}
+}
+
+func TestCacheDiskEntriesExpire(t *testing.T) {
+	t.Parallel()
+	c, clk := newTestCache(time.Minute, 1<<30)
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/cont_left_by_an_earlier_run", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("SetDir kept files of an earlier run: %v", files)
+	}
+	put(t, c, strings.Repeat("d", diskMin))
+	clk.advance(2 * time.Minute)
+	put(t, c, "trigger expiry")
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("expired entry's file still there: %v", files)
+	}
+	if c.Bytes() != len("trigger expiry") {
+		t.Errorf("bytes = %d", c.Bytes())
 	}
 }

@@ -273,6 +273,10 @@ func (e *Executor) fit(r *Result, left int) int {
 	r.TotalSizeBytes = len(text)
 	r.ContinuationID = id
 	r.Result = cutUTF8(text, limit)
+	if e.Cache.OnDisk(len(text)) {
+		// The inline part must not keep the whole text resident.
+		r.Result = strings.Clone(r.Result.(string))
+	}
 	return limit
 }
 

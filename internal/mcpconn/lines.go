@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,23 +166,33 @@ func (l *lineReader) next() {
 		l.err = err
 	}
 	whole := make([]byte, 0, total)
+	big := total >= collectAfter
 	for i, c := range chunks {
 		whole = append(whole, c...)
 		chunks[i] = nil
+		if big && (i+1)%collectEvery == 0 {
+			// Hand the pieces already copied back to the OS, so that the
+			// line is not resident twice while it is joined.
+			debug.FreeOSMemory()
+		}
 	}
 	l.pending = l.spill(whole)
-	if total >= collectAfter {
-		// The pieces are garbage now, but a collection that ran while they
-		// and the whole line were both live has set the next heap goal to
-		// twice both: without collecting now, the answer's encoding would
-		// grow the heap that far before they are reclaimed.
-		runtime.GC()
+	if big {
+		// A collection that ran while the pieces and the whole line were
+		// both live has set the next heap goal to twice both: without
+		// collecting now, the answer's encoding would grow the heap that
+		// far before the pieces are reclaimed.
+		debug.FreeOSMemory()
 	}
 }
 
-// collectAfter is the line length from which reading it ends with a
-// garbage collection.
-const collectAfter = 8 << 20
+// From collectAfter bytes on, joining a line's pieces returns the memory
+// of every collectEvery pieces to the OS as it goes. Such lines are rare
+// and costly anyway; a forced collection is small beside them.
+const (
+	collectAfter = 8 << 20
+	collectEvery = 8
+)
 
 // tooLong discards the rest of an over-limit line and returns an error
 // answer for its request, if its id is in the first chunk.

@@ -38,7 +38,7 @@ import (
 )
 
 // lastFigure is the highest figure number -only accepts.
-const lastFigure = 8
+const lastFigure = 9
 
 type options struct {
 	out        string
@@ -52,7 +52,8 @@ type options struct {
 
 func main() {
 	var o options
-	var only string
+	var only, floorAddr string
+	flag.StringVar(&floorAddr, "floor-server", "", "internal: serve the bare mcp-go floor server on this address (the bench runs itself so)")
 	flag.StringVar(&o.out, "out", "", "write the report here (e.g. BENCHMARKS.md); only a full, successful run writes it. The report always goes to stdout")
 	flag.StringVar(&o.bin, "hangar", "", "gateway binary under test (default bin/hangar, built into a temp dir when missing)")
 	flag.BoolVar(&o.quick, "quick", false, "about a quarter of the samples: a smoke run")
@@ -61,6 +62,13 @@ func main() {
 	flag.BoolVar(&o.inprocess, "inprocess", false, "run figure 1 only, against a gateway inside this process (with -cpuprofile: both sides of the call in one profile)")
 	flag.DurationVar(&o.budget, "budget", 9*time.Minute, "abort the suite (cleaning up) when it runs longer than this")
 	flag.Parse()
+	if floorAddr != "" {
+		if err := serveFloor(floorAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: floor server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if only != "" {
 		o.only = map[int]bool{}
 		for _, f := range strings.Split(only, ",") {
@@ -422,6 +430,13 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			fail(8, err)
 		}
 	}
+	// Figure 9: tools/list with 1,000 declared tools, on its own gateway.
+	if o.wants(9) && ctx.Err() == nil {
+		var err error
+		if r.ToolsList, err = b.ToolsList(ctx); err != nil {
+			fail(9, err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		for f := 1; f <= lastFigure; f++ {
 			if o.wants(f) && r.Errs[f] == nil && !measured(r, f) {
@@ -449,6 +464,8 @@ func measured(r *Report, fig int) bool {
 		return r.Mem.LoadMedian != 0
 	case 8:
 		return r.Bounds != nil
+	case 9:
+		return r.ToolsList != nil
 	}
 	return false
 }

@@ -79,15 +79,16 @@ type Report struct {
 	Quick    bool
 	Complete bool // every figure ran
 
-	Warm   *WarmResult
-	Cold   *ColdResult
-	Burst  *BurstResult
-	List   *ListResult
-	Disc   *DiscoveryResult
-	Load   *LoadResult
-	Mem    MemoryResult
-	Bounds *BoundsResult
-	Errs   map[int]error // by figure
+	Warm      *WarmResult
+	Cold      *ColdResult
+	Burst     *BurstResult
+	List      *ListResult
+	Disc      *DiscoveryResult
+	Load      *LoadResult
+	Mem       MemoryResult
+	Bounds    *BoundsResult
+	ToolsList *ToolsListResult
+	Errs      map[int]error // by figure
 
 	Cleanup error
 }
@@ -99,6 +100,7 @@ const (
 	targetListMedian = 5 * time.Millisecond
 	targetRSS100     = 40 << 20
 	targetDiscovery  = 500 * time.Millisecond
+	targetFloorCPU   = 1.2
 )
 
 func verdict(ok bool) string {
@@ -189,6 +191,7 @@ func (r *Report) Markdown() string {
 	r.figure6(&b)
 	r.figure7(&b)
 	r.figure8(&b)
+	r.figure9(&b)
 
 	b.WriteString("## Method\n\n")
 	b.WriteString("- The gateway under test is the real binary (`" + r.Bin + "`), started as a subprocess per figure group with a generated config and a unique `--instance bench-<random>-<figure>`; its RSS is VmRSS from `/proc/<pid>/status`.\n")
@@ -234,6 +237,14 @@ func (r *Report) targets() *table {
 	if bu := r.Burst; bu != nil {
 		t.add(fmt.Sprintf("%d simultaneous first calls start 1 container", bu.Clients), fmt.Sprintf("%v per trial", bu.Created), verdict(allOne(bu.Created)))
 	}
+	if w := r.Warm; w != nil && w.Floor1.CPUPerCall > 0 && w.Health1.CPUPerCall > 0 {
+		ratio := float64(w.Health1.CPUPerCall) / float64(w.Floor1.CPUPerCall)
+		t.add(fmt.Sprintf("Gateway trivial-tool CPU per call ≤ %.1f× the bare mcp-go floor", targetFloorCPU),
+			fmt.Sprintf("hangar_health %s vs floor %s (%s)", FormatDuration(w.Health1.CPUPerCall), FormatDuration(w.Floor1.CPUPerCall), FormatRatio(ratio)),
+			verdict(ratio <= targetFloorCPU))
+	} else {
+		t.add(fmt.Sprintf("Gateway trivial-tool CPU per call ≤ %.1f× the bare mcp-go floor", targetFloorCPU), "not measured", "—")
+	}
 	if l := r.List; l != nil {
 		t.add("hangar_list under 5 ms with 100 providers (median)", FormatDuration(l.List.Lat.P50), verdict(l.List.Lat.P50 < targetListMedian))
 	} else {
@@ -250,6 +261,10 @@ func (r *Report) targets() *table {
 		t.add("…and RSS back within 20% of idle once its continuation expires", fmt.Sprintf("%s vs %s idle", FormatMB(x.AfterExpiry), FormatMB(x.IdleRSS)), verdict(x.backOK()))
 	} else {
 		t.add("Memory bounded by the limits (figure 8)", "not measured", "—")
+	}
+	if x := r.ToolsList; x != nil {
+		t.add(fmt.Sprintf("tools/list with %d providers and %d tools: median ≤ 5 ms", x.Providers, x.Declared),
+			fmt.Sprintf("%s (%d tools listed)", FormatDuration(x.List.Lat.P50), x.Listed), x.result())
 	}
 	if d := r.Disc; d != nil && d.Skipped == "" && d.Visible.N > 0 {
 		t.add("Discovery: labelled container visible < 500 ms (median)", FormatDuration(d.Visible.P50), verdict(d.Visible.P50 < targetDiscovery && d.Missed == 0))
@@ -302,6 +317,7 @@ func (r *Report) figure1(b *strings.Builder) {
 	}
 	row("Direct stdio call (the baseline)", w.Direct1)
 	row("Bare HTTP POST round trip on loopback (Go net/http, no MCP)", w.RawHTTP1)
+	row("Bare mcp-go streamable HTTP server, trivial tool (the protocol floor; CPU is that server's)", w.Floor1)
 	row("MCP round trip to the gateway, trivial tool (hangar_health)", w.Health1)
 	row("hangar_call add, client on the session protocol "+w.LegacyProtocol, w.Legacy1)
 	row("hangar_call add, client on the default protocol "+w.Protocol+" (the figure)", w.Gateway1)

@@ -89,8 +89,10 @@ type envelope struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		Name      string `json:"name"`
-		Arguments any    `json:"arguments"`
+		Name string `json:"name"`
+		// Raw: only an identity limited to some servers needs to look
+		// inside, for the call's target (see refusal).
+		Arguments json.RawMessage `json:"arguments"`
 	} `json:"params"`
 }
 
@@ -135,7 +137,26 @@ func refusal(id auth.Identity, env envelope) *auth.Error {
 	if env.Method != "tools/call" {
 		return id.Check(auth.MethodScope(env.Method), "")
 	}
-	return checkTool(id, env.Params.Name, env.Params.Arguments)
+	srv := ToolServer(env.Params.Name)
+	if srv == "" && len(id.Servers) > 0 {
+		srv = rawTarget(env.Params.Arguments)
+	}
+	return id.Check(auth.ToolScope(env.Params.Name), srv)
+}
+
+// rawTarget is targetOf for raw JSON arguments.
+func rawTarget(raw json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"mcp_server", "group"} {
+		var s string
+		if json.Unmarshal(m[k], &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // envelopes decodes a request or a batch of them; nil when the body is not

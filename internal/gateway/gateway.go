@@ -235,7 +235,7 @@ func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
 func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := newID()
-		log := g.Log.With(FieldCorrelationID, id, FieldTool, req.Params.Name)
+		log := withLazy(g.Log, FieldCorrelationID, id, FieldTool, req.Params.Name)
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)

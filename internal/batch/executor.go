@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
@@ -218,19 +219,25 @@ func fromResultLimit(res *mcp.CallToolResult, limit int) Result {
 	return Result{Success: true, Result: res.Content}
 }
 
-// decodeJSON decodes text that is one JSON value, keeping numbers exact
-// (json.Number), so 9007199254740993 is not rounded through float64.
+// decodeJSON returns text as raw JSON when it is one JSON value, so the
+// answer carries it as JSON (so "3" is 3) without the gateway decoding it
+// into Go values and encoding it again: numbers stay exact
+// (9007199254740993 is not rounded through float64) and the cost is one
+// validation. The bytes share text's memory and are never written.
 func decodeJSON(text string) (any, bool) {
-	if !json.Valid([]byte(text)) {
+	b := unsafe.Slice(unsafe.StringData(text), len(text))
+	if !json.Valid(b) {
 		return nil, false
 	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return nil, false
+	if t := strings.TrimLeft(text, " \t\r\n"); t != "" && t[0] == '"' {
+		// A JSON string becomes the string: truncation and continuations
+		// then cut its characters, not its JSON spelling.
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			return s, true
+		}
 	}
-	return v, true
+	return json.RawMessage(b), true
 }
 
 func textOf(res *mcp.CallToolResult) string {

@@ -44,6 +44,10 @@ type rpcOptions struct {
 
 // start runs the server and returns the client side transport.
 func (s *rpcServer) start(t *testing.T) (stdout io.Reader, stdin io.WriteCloser) {
+	return s.startB(t)
+}
+
+func (s *rpcServer) startB(t testing.TB) (stdout io.Reader, stdin io.WriteCloser) {
 	t.Helper()
 	toServerR, toServerW := io.Pipe()
 	toClientR, toClientW := io.Pipe()

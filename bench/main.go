@@ -38,7 +38,7 @@ import (
 )
 
 // lastFigure is the highest figure number -only accepts.
-const lastFigure = 9
+const lastFigure = 10
 
 type options struct {
 	out        string
@@ -430,6 +430,13 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			fail(8, err)
 		}
 	}
+	// Figure 10: a CPU profile of an in-process gateway under 32 clients.
+	if o.wants(10) && ctx.Err() == nil {
+		var err error
+		if r.Profile, err = b.Profile(ctx, o.cpuprofile != ""); err != nil {
+			fail(10, err)
+		}
+	}
 	// Figure 9: tools/list with 1,000 declared tools, on its own gateway.
 	if o.wants(9) && ctx.Err() == nil {
 		var err error
@@ -466,6 +473,8 @@ func measured(r *Report, fig int) bool {
 		return r.Bounds != nil
 	case 9:
 		return r.ToolsList != nil
+	case 10:
+		return r.Profile != nil
 	}
 	return false
 }
@@ -488,7 +497,9 @@ func (b *Bench) figure1InProcess(ctx context.Context) (*WarmResult, error) {
 	}
 	cfg.Logging.Level = "INFO"
 	glog := slog.New(slog.NewJSONHandler(devNull{}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := app.New(cfg, app.Options{Instance: b.Owner("inproc"), Log: glog})
+	// Its own data dir, as every bench gateway: the default would leave a
+	// state directory per run under $XDG_STATE_HOME.
+	a, err := app.New(cfg, app.Options{Instance: b.Owner("inproc"), Log: glog, DataDir: filepath.Join(b.tmp, "inproc-data")})
 	if err != nil {
 		return nil, err
 	}

@@ -88,6 +88,7 @@ type Report struct {
 	Mem       MemoryResult
 	Bounds    *BoundsResult
 	ToolsList *ToolsListResult
+	Profile   *ProfileResult
 	Errs      map[int]error // by figure
 
 	Cleanup error
@@ -192,6 +193,7 @@ func (r *Report) Markdown() string {
 	r.figure7(&b)
 	r.figure8(&b)
 	r.figure9(&b)
+	r.figure10(&b)
 
 	b.WriteString("## Method\n\n")
 	b.WriteString("- The gateway under test is the real binary (`" + r.Bin + "`), started as a subprocess per figure group with a generated config and a unique `--instance bench-<random>-<figure>`; its RSS is VmRSS from `/proc/<pid>/status`.\n")

@@ -95,23 +95,28 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 	g.SetLimit(req.MaxConcurrency)
 	var sizeMu sync.Mutex
 	total := 0
-	for i, c := range req.Calls {
+	work := func(i int, c Call) {
 		callID := "call-" + randomHex(6)
-		g.Go(func() error {
-			r := e.runOne(runCtx, log.With("call_id", callID), c, req.MaxAttempts)
-			r.Index, r.CallID = i, callID
-			if r.Success {
-				sizeMu.Lock()
-				total += e.fit(&r, e.Limits.MaxTotalRespBytes-total)
-				sizeMu.Unlock()
-			} else if req.FailFast && runCtx.Err() == nil {
-				stop()
-			}
-			resp.Results[i] = r
-			return nil
-		})
+		r := e.runOne(runCtx, log.With("call_id", callID), c, req.MaxAttempts)
+		r.Index, r.CallID = i, callID
+		if r.Success {
+			sizeMu.Lock()
+			total += e.fit(&r, e.Limits.MaxTotalRespBytes-total)
+			sizeMu.Unlock()
+		} else if req.FailFast && runCtx.Err() == nil {
+			stop()
+		}
+		resp.Results[i] = r
 	}
-	_ = g.Wait()
+	if len(req.Calls) == 1 {
+		// The common case: no goroutine to start and wait for.
+		work(0, req.Calls[0])
+	} else {
+		for i, c := range req.Calls {
+			g.Go(func() error { work(i, c); return nil })
+		}
+		_ = g.Wait()
+	}
 
 	for _, r := range resp.Results {
 		if r.Success {

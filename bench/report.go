@@ -102,6 +102,11 @@ const (
 	targetRSS100     = 40 << 20
 	targetDiscovery  = 500 * time.Millisecond
 	targetFloorCPU   = 1.2
+	// Issue 14: a lean hot path.
+	targetLeanP50    = 1.5
+	targetLeanP99    = 2.0
+	targetCallCPU    = 250 * time.Microsecond
+	targetThroughput = 0.5
 )
 
 func verdict(ok bool) string {
@@ -238,6 +243,19 @@ func (r *Report) targets() *table {
 	}
 	if bu := r.Burst; bu != nil {
 		t.add(fmt.Sprintf("%d simultaneous first calls start 1 container", bu.Clients), fmt.Sprintf("%v per trial", bu.Created), verdict(allOne(bu.Created)))
+	}
+	if w := r.Warm; w != nil {
+		p50, p99 := Ratio(w.Gateway1.Lat.P50, w.Direct1.Lat.P50), Ratio(w.Gateway1.Lat.P99, w.Direct1.Lat.P99)
+		t.add(fmt.Sprintf("hangar_call warm p50 ≤ %.1f× and p99 ≤ %.0f× the direct call (1 client)", targetLeanP50, targetLeanP99),
+			fmt.Sprintf("p50 %s, p99 %s", FormatRatio(p50), FormatRatio(p99)), verdict(p50 <= targetLeanP50 && p99 <= targetLeanP99))
+		t.add(fmt.Sprintf("Gateway CPU per hangar_call ≤ %s on both protocol versions", FormatDuration(targetCallCPU)),
+			fmt.Sprintf("%s (%s), %s (%s)", FormatDuration(w.Gateway1.CPUPerCall), w.Protocol, FormatDuration(w.Legacy1.CPUPerCall), w.LegacyProtocol),
+			verdict(w.Gateway1.CPUPerCall > 0 && w.Gateway1.CPUPerCall <= targetCallCPU && w.Legacy1.CPUPerCall > 0 && w.Legacy1.CPUPerCall <= targetCallCPU))
+		if w.Direct32.PerSec > 0 {
+			tp := w.Gateway32.PerSec / w.Direct32.PerSec
+			t.add(fmt.Sprintf("%d clients: throughput ≥ %.1f× the direct shared session", w.Clients, targetThroughput),
+				fmt.Sprintf("%.0f vs %.0f calls/s (%s)", w.Gateway32.PerSec, w.Direct32.PerSec, FormatRatio(tp)), verdict(tp >= targetThroughput))
+		}
 	}
 	if w := r.Warm; w != nil && w.Floor1.CPUPerCall > 0 && w.Health1.CPUPerCall > 0 {
 		ratio := float64(w.Health1.CPUPerCall) / float64(w.Floor1.CPUPerCall)

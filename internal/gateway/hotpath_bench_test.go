@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -96,5 +97,21 @@ func BenchmarkHealthHTTP(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		post(b, h, "hangar_health", body)
+	}
+}
+
+// BenchmarkFloorHTTP is a bare mcp-go streamable HTTP server with one
+// trivial tool through the same requests: the floor the gateway's
+// BenchmarkHealthHTTP is compared with.
+func BenchmarkFloorHTTP(b *testing.B) {
+	s := mcpserver.NewMCPServer("floor", "1", mcpserver.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	h := mcpserver.NewStreamableHTTPServer(s, mcpserver.WithEndpointPath("/mcp"))
+	body := toolRequest(1, "noop", `{}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		post(b, h, "noop", body)
 	}
 }

@@ -228,7 +228,15 @@ func leadingID(head []byte) (json.RawMessage, bool) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, false
 		}
-		if key == "id" {
+		switch key {
+		case "method":
+			// A request or notification from the provider: an error
+			// "answer" would be taken for the answer to one of ours.
+			return nil, false
+		case "id":
+			if bytes.Contains(head, []byte(`"method"`)) {
+				return nil, false // the same, with the id first
+			}
 			return v, true
 		}
 	}

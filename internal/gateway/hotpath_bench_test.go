@@ -115,3 +115,25 @@ func BenchmarkFloorHTTP(b *testing.B) {
 		post(b, h, "noop", body)
 	}
 }
+
+// BenchmarkToolsListHTTP is tools/list of the gateway's own tools.
+func BenchmarkToolsListHTTP(b *testing.B) {
+	_, h := benchGateway(b)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcp.LATEST_PROTOCOL_VERSION + `",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"0"}}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+		req.RemoteAddr = "127.0.0.1:50000"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", mcp.LATEST_PROTOCOL_VERSION)
+		req.Header.Set("Mcp-Method", "tools/list")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"hangar_call"`)) {
+			b.Fatalf("tools/list: %d %.300s", rec.Code, rec.Body.String())
+		}
+	}
+}

@@ -37,6 +37,9 @@ import (
 	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
+// lastFigure is the highest figure number -only accepts.
+const lastFigure = 10
+
 type options struct {
 	out        string
 	bin        string
@@ -49,20 +52,28 @@ type options struct {
 
 func main() {
 	var o options
-	var only string
+	var only, floorAddr string
+	flag.StringVar(&floorAddr, "floor-server", "", "internal: serve the bare mcp-go floor server on this address (the bench runs itself so)")
 	flag.StringVar(&o.out, "out", "", "write the report here (e.g. BENCHMARKS.md); only a full, successful run writes it. The report always goes to stdout")
 	flag.StringVar(&o.bin, "hangar", "", "gateway binary under test (default bin/hangar, built into a temp dir when missing)")
 	flag.BoolVar(&o.quick, "quick", false, "about a quarter of the samples: a smoke run")
-	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-7 (the report file is then not written)")
+	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-9 (the report file is then not written)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench process's CPU profile to this file")
 	flag.BoolVar(&o.inprocess, "inprocess", false, "run figure 1 only, against a gateway inside this process (with -cpuprofile: both sides of the call in one profile)")
 	flag.DurationVar(&o.budget, "budget", 9*time.Minute, "abort the suite (cleaning up) when it runs longer than this")
 	flag.Parse()
+	if floorAddr != "" {
+		if err := serveFloor(floorAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: floor server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if only != "" {
 		o.only = map[int]bool{}
 		for _, f := range strings.Split(only, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > 7 {
+			if err != nil || n < 1 || n > lastFigure {
 				fmt.Fprintf(os.Stderr, "bench: -only: bad figure %q\n", f)
 				os.Exit(2)
 			}
@@ -412,8 +423,29 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			}
 		}()
 	}
+	// Figure 8: memory bounded by the limits, on its own gateway.
+	if o.wants(8) && ctx.Err() == nil {
+		var err error
+		if r.Bounds, err = b.Bounds(ctx); err != nil {
+			fail(8, err)
+		}
+	}
+	// Figure 10: a CPU profile of an in-process gateway under 32 clients.
+	if o.wants(10) && ctx.Err() == nil {
+		var err error
+		if r.Profile, err = b.Profile(ctx, o.cpuprofile != ""); err != nil {
+			fail(10, err)
+		}
+	}
+	// Figure 9: tools/list with 1,000 declared tools, on its own gateway.
+	if o.wants(9) && ctx.Err() == nil {
+		var err error
+		if r.ToolsList, err = b.ToolsList(ctx); err != nil {
+			fail(9, err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
-		for f := 1; f <= 7; f++ {
+		for f := 1; f <= lastFigure; f++ {
 			if o.wants(f) && r.Errs[f] == nil && !measured(r, f) {
 				r.Errs[f] = fmt.Errorf("aborted: %w", context.Cause(ctx))
 			}
@@ -437,6 +469,12 @@ func measured(r *Report, fig int) bool {
 		return r.Load != nil
 	case 7:
 		return r.Mem.LoadMedian != 0
+	case 8:
+		return r.Bounds != nil
+	case 9:
+		return r.ToolsList != nil
+	case 10:
+		return r.Profile != nil
 	}
 	return false
 }
@@ -459,7 +497,9 @@ func (b *Bench) figure1InProcess(ctx context.Context) (*WarmResult, error) {
 	}
 	cfg.Logging.Level = "INFO"
 	glog := slog.New(slog.NewJSONHandler(devNull{}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := app.New(cfg, app.Options{Instance: b.Owner("inproc"), Log: glog})
+	// Its own data dir, as every bench gateway: the default would leave a
+	// state directory per run under $XDG_STATE_HOME.
+	a, err := app.New(cfg, app.Options{Instance: b.Owner("inproc"), Log: glog, DataDir: filepath.Join(b.tmp, "inproc-data")})
 	if err != nil {
 		return nil, err
 	}

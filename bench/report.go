@@ -79,14 +79,17 @@ type Report struct {
 	Quick    bool
 	Complete bool // every figure ran
 
-	Warm  *WarmResult
-	Cold  *ColdResult
-	Burst *BurstResult
-	List  *ListResult
-	Disc  *DiscoveryResult
-	Load  *LoadResult
-	Mem   MemoryResult
-	Errs  map[int]error // by figure
+	Warm      *WarmResult
+	Cold      *ColdResult
+	Burst     *BurstResult
+	List      *ListResult
+	Disc      *DiscoveryResult
+	Load      *LoadResult
+	Mem       MemoryResult
+	Bounds    *BoundsResult
+	ToolsList *ToolsListResult
+	Profile   *ProfileResult
+	Errs      map[int]error // by figure
 
 	Cleanup error
 }
@@ -98,6 +101,12 @@ const (
 	targetListMedian = 5 * time.Millisecond
 	targetRSS100     = 40 << 20
 	targetDiscovery  = 500 * time.Millisecond
+	targetFloorCPU   = 1.2
+	// Issue 14: a lean hot path.
+	targetLeanP50    = 1.5
+	targetLeanP99    = 2.0
+	targetCallCPU    = 250 * time.Microsecond
+	targetThroughput = 0.5
 )
 
 func verdict(ok bool) string {
@@ -187,6 +196,9 @@ func (r *Report) Markdown() string {
 	r.figure5(&b)
 	r.figure6(&b)
 	r.figure7(&b)
+	r.figure8(&b)
+	r.figure9(&b)
+	r.figure10(&b)
 
 	b.WriteString("## Method\n\n")
 	b.WriteString("- The gateway under test is the real binary (`" + r.Bin + "`), started as a subprocess per figure group with a generated config and a unique `--instance bench-<random>-<figure>`; its RSS is VmRSS from `/proc/<pid>/status`.\n")
@@ -232,6 +244,27 @@ func (r *Report) targets() *table {
 	if bu := r.Burst; bu != nil {
 		t.add(fmt.Sprintf("%d simultaneous first calls start 1 container", bu.Clients), fmt.Sprintf("%v per trial", bu.Created), verdict(allOne(bu.Created)))
 	}
+	if w := r.Warm; w != nil {
+		p50, p99 := Ratio(w.Gateway1.Lat.P50, w.Direct1.Lat.P50), Ratio(w.Gateway1.Lat.P99, w.Direct1.Lat.P99)
+		t.add(fmt.Sprintf("hangar_call warm p50 ≤ %.1f× and p99 ≤ %.0f× the direct call (1 client)", targetLeanP50, targetLeanP99),
+			fmt.Sprintf("p50 %s, p99 %s", FormatRatio(p50), FormatRatio(p99)), verdict(p50 <= targetLeanP50 && p99 <= targetLeanP99))
+		t.add(fmt.Sprintf("Gateway CPU per hangar_call ≤ %s on both protocol versions", FormatDuration(targetCallCPU)),
+			fmt.Sprintf("%s (%s), %s (%s)", FormatDuration(w.Gateway1.CPUPerCall), w.Protocol, FormatDuration(w.Legacy1.CPUPerCall), w.LegacyProtocol),
+			verdict(w.Gateway1.CPUPerCall > 0 && w.Gateway1.CPUPerCall <= targetCallCPU && w.Legacy1.CPUPerCall > 0 && w.Legacy1.CPUPerCall <= targetCallCPU))
+		if w.Direct32.PerSec > 0 {
+			tp := w.Gateway32.PerSec / w.Direct32.PerSec
+			t.add(fmt.Sprintf("%d clients: throughput ≥ %.1f× the direct shared session", w.Clients, targetThroughput),
+				fmt.Sprintf("%.0f vs %.0f calls/s (%s)", w.Gateway32.PerSec, w.Direct32.PerSec, FormatRatio(tp)), verdict(tp >= targetThroughput))
+		}
+	}
+	if w := r.Warm; w != nil && w.Floor1.CPUPerCall > 0 && w.Health1.CPUPerCall > 0 {
+		ratio := float64(w.Health1.CPUPerCall) / float64(w.Floor1.CPUPerCall)
+		t.add(fmt.Sprintf("Gateway trivial-tool CPU per call ≤ %.1f× the bare mcp-go floor", targetFloorCPU),
+			fmt.Sprintf("hangar_health %s vs floor %s (%s)", FormatDuration(w.Health1.CPUPerCall), FormatDuration(w.Floor1.CPUPerCall), FormatRatio(ratio)),
+			verdict(ratio <= targetFloorCPU))
+	} else {
+		t.add(fmt.Sprintf("Gateway trivial-tool CPU per call ≤ %.1f× the bare mcp-go floor", targetFloorCPU), "not measured", "—")
+	}
 	if l := r.List; l != nil {
 		t.add("hangar_list under 5 ms with 100 providers (median)", FormatDuration(l.List.Lat.P50), verdict(l.List.Lat.P50 < targetListMedian))
 	} else {
@@ -241,6 +274,17 @@ func (r *Report) targets() *table {
 		t.add("Gateway RSS under 40 MB with 100 configured providers", FormatMB(r.Mem.Idle100), verdict(r.Mem.Idle100 < targetRSS100))
 	} else {
 		t.add("Gateway RSS under 40 MB with 100 configured providers", "not measured", "—")
+	}
+	if x := r.Bounds; x != nil {
+		t.add("20 MB body against a 1 MiB limit raises peak RSS by < 16 MB", FormatMB(x.BodyHWMAfter-x.BodyHWMBefore), verdict(x.bodyOK()))
+		t.add("60 MiB provider answer: peak RSS < 160 MB", FormatMB(x.BigPeak), verdict(x.BigPeak < targetBigPeak))
+		t.add("…and RSS back within 20% of idle once its continuation expires", fmt.Sprintf("%s vs %s idle", FormatMB(x.AfterExpiry), FormatMB(x.IdleRSS)), verdict(x.backOK()))
+	} else {
+		t.add("Memory bounded by the limits (figure 8)", "not measured", "—")
+	}
+	if x := r.ToolsList; x != nil {
+		t.add(fmt.Sprintf("tools/list with %d providers and %d tools: median ≤ 5 ms", x.Providers, x.Declared),
+			fmt.Sprintf("%s (%d tools listed)", FormatDuration(x.List.Lat.P50), x.Listed), x.result())
 	}
 	if d := r.Disc; d != nil && d.Skipped == "" && d.Visible.N > 0 {
 		t.add("Discovery: labelled container visible < 500 ms (median)", FormatDuration(d.Visible.P50), verdict(d.Visible.P50 < targetDiscovery && d.Missed == 0))
@@ -293,6 +337,7 @@ func (r *Report) figure1(b *strings.Builder) {
 	}
 	row("Direct stdio call (the baseline)", w.Direct1)
 	row("Bare HTTP POST round trip on loopback (Go net/http, no MCP)", w.RawHTTP1)
+	row("Bare mcp-go streamable HTTP server, trivial tool (the protocol floor; CPU is that server's)", w.Floor1)
 	row("MCP round trip to the gateway, trivial tool (hangar_health)", w.Health1)
 	row("hangar_call add, client on the session protocol "+w.LegacyProtocol, w.Legacy1)
 	row("hangar_call add, client on the default protocol "+w.Protocol+" (the figure)", w.Gateway1)
@@ -483,4 +528,38 @@ func (r *Report) figure7(b *strings.Builder) {
 	b.WriteString("\nIdle readings are the median of 5 reads 200 ms apart, 2 s after the gateway came up (or after warming). " +
 		"Under load, RSS is sampled every 50 ms while 32 sessions call `add` round-robin over the 10 warm providers for about 5 s. " +
 		"Provider containers are separate processes and not counted.\n\n")
+}
+
+func (x *BoundsResult) bodyOK() bool {
+	return x.BodyHWMAfter-x.BodyHWMBefore < targetBodyHWMDelta
+}
+
+func (x *BoundsResult) backOK() bool {
+	return x.AfterExpiry > 0 && float64(x.AfterExpiry) <= float64(x.IdleRSS)*targetBackToIdle
+}
+
+func (r *Report) figure8(b *strings.Builder) {
+	b.WriteString("## 8. Memory bounded by the limits\n\n")
+	if r.failed(8, b) {
+		return
+	}
+	x := r.Bounds
+	if x == nil {
+		b.WriteString("Not run.\n\n")
+		return
+	}
+	t := &table{head: []string{"Step", "Before", "After", "Change", "Target"}}
+	t.add(fmt.Sprintf("20 MB POST body, limit 1 MiB (announced, then chunked: HTTP %v), peak RSS (VmHWM)", x.BodyStatus),
+		FormatMB(x.BodyHWMBefore), FormatMB(x.BodyHWMAfter), FormatMB(x.BodyHWMAfter-x.BodyHWMBefore),
+		"rise < 16 MB: "+verdict(x.bodyOK()))
+	t.add(fmt.Sprintf("hangar_call of a 60 MiB answer (truncated %v, total_size_bytes %d, %d bytes inline, %s), peak RSS (VmHWM)", x.BigTruncated, x.BigTotal, x.BigInline, FormatDuration(x.BigTook)),
+		FormatMB(x.BigHWMBefore), FormatMB(x.BigPeak), FormatMB(x.BigPeak-x.BigHWMBefore),
+		"peak < 160 MB: "+verdict(x.BigPeak < targetBigPeak))
+	t.add(fmt.Sprintf("RSS (VmRSS) once the continuation expired (TTL %s, waited %s)", boundsContTTL, FormatDuration(x.ExpiryWait)),
+		FormatMB(x.IdleRSS)+" idle", FormatMB(x.AfterExpiry), FormatRatio(float64(x.AfterExpiry)/float64(max(x.IdleRSS, 1))),
+		"≤ 1.20× idle: "+verdict(x.backOK()))
+	b.WriteString(t.String())
+	b.WriteString("\nOne gateway with one warm testkit provider, `execution.max_request_body_bytes: 1048576`, `batch.continuation_ttl_s: 5` and otherwise default limits " +
+		"(`batch.max_response_size_bytes` 10 MiB, `batch.max_continuation_bytes` 256 MiB). Idle is VmRSS after a small call; peaks are VmHWM, which the kernel keeps " +
+		"regardless of load, so this figure is valid on a busy machine.\n\n")
 }

@@ -38,10 +38,13 @@ type WarmResult struct {
 	// trivial tool, and hangar_call from a client on the session-based
 	// (legacy) protocol.
 	RawHTTP1, Health1, Legacy1 PathResult
-	Clients                    int
-	Protocol                   string // negotiated between the bench client and the gateway
-	LegacyProtocol             string
-	ProviderProtocol           string // negotiated on the direct stdio session
+	// Floor1 is a bare mcp-go streamable HTTP server (its own process)
+	// answering a trivial tool: the protocol's floor, with its CPU per call.
+	Floor1           PathResult
+	Clients          int
+	Protocol         string // negotiated between the bench client and the gateway
+	LegacyProtocol   string
+	ProviderProtocol string // negotiated on the direct stdio session
 }
 
 // callFn makes one call; i numbers the calls of one worker.
@@ -249,6 +252,16 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 		return nil, err
 	}
 	defer stopRaw()
+	floor, err := StartFloor()
+	if err != nil {
+		return nil, err
+	}
+	defer floor.Stop()
+	floorClient, err := Dial(ctx, floor.URL)
+	if err != nil {
+		return nil, fmt.Errorf("floor server: %w", err)
+	}
+	defer floorClient.Close()
 
 	gw := make([]callFn, clients)
 	dw := make([]callFn, clients)
@@ -262,6 +275,7 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 		{workers: []callFn{rawHTTPCall(rawURL)}},
 		{workers: []callFn{gatewayTool(clis[0], "hangar_health")}, cpu: cpu},
 		{workers: []callFn{gatewayAdd(legacy, srv.ID)}, cpu: cpu},
+		{workers: []callFn{floorCall(floorClient)}, cpu: floor.CPU},
 	}
 	many := []path{{workers: gw, cpu: cpu}, {workers: dw}}
 
@@ -281,7 +295,7 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	if err != nil {
 		return nil, err
 	}
-	res.Gateway1, res.Direct1, res.RawHTTP1, res.Health1, res.Legacy1 = r1[0], r1[1], r1[2], r1[3], r1[4]
+	res.Gateway1, res.Direct1, res.RawHTTP1, res.Health1, res.Legacy1, res.Floor1 = r1[0], r1[1], r1[2], r1[3], r1[4], r1[5]
 	b.log.Info("figure 1: concurrent clients", "clients", clients, "calls per client", perClient)
 	r32, err := interleave(ctx, 4, perClient/4, many)
 	if err != nil {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -124,11 +125,20 @@ func TestSchemasKeptRaw(t *testing.T) {
 // A result over the per-call size limit is truncated into the continuation
 // cache, can be read back in pieces, and deleted.
 func TestLargeOutputTruncated(t *testing.T) {
-	const size, limit = 300000, 100000
-	g := startGateway(t, testkitConfig+`
+	testLargeOutput(t, 300000, 100000)
+}
+
+// Over 1 MiB a continuation waits on disk in the data dir, and the answer
+// is read from the provider without mcp-go's copies.
+func TestLargeOutputOnDisk(t *testing.T) {
+	testLargeOutput(t, 5<<20, 2000000)
+}
+
+func testLargeOutput(t *testing.T, size, limit int) {
+	g := startGateway(t, testkitConfig+fmt.Sprintf(`
 batch:
-  max_response_size_bytes: 100000
-`)
+  max_response_size_bytes: %d
+`, limit))
 	s := connect(t, g.MCPURL)
 
 	r := s.callOne(t, "testkit", "big", map[string]any{"bytes": size})

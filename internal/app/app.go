@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/manage"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -120,6 +122,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}}
+	// A provider message bigger than this could be neither answered nor
+	// kept as a continuation, so it is not read into memory.
+	mcpconn.SetMaxMessageBytes(int64(cfg.Batch.MaxResponseSizeBytes) + int64(cfg.Batch.MaxContinuationBytes) + 1<<20)
 
 	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
@@ -198,6 +203,12 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	if a.DataDir != "" {
+		// Big continuations wait on disk, not in the gateway's memory.
+		if err := a.Gateway.Cache.SetDir(filepath.Join(a.DataDir, "continuations")); err != nil {
+			log.Warn("continuations stay in memory", "error", err)
+		}
+	}
 	a.Gateway.Store = a.Store
 	a.Gateway.Images = a.Images
 	a.Images.Settings = func() config.Images { return a.Gateway.Config().Images }
@@ -361,6 +372,9 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 			return err
 		}
 		o.Auth = h
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = int64(a.Gateway.Config().Execution.MaxRequestBodyBytes)
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	defer ep.Close()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -57,6 +59,9 @@ type Response struct {
 // Error types of results that are not provider errors.
 const (
 	ErrTypeCancelled = "cancelled"
+	// ErrTypeContinuationFull: the result was over the size limit and the
+	// continuation store had no room for it.
+	ErrTypeContinuationFull = "continuation_full"
 )
 
 // truncatedPreviewBytes is how much of a result is shown inline once the
@@ -93,23 +98,28 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 	g.SetLimit(req.MaxConcurrency)
 	var sizeMu sync.Mutex
 	total := 0
-	for i, c := range req.Calls {
+	work := func(i int, c Call) {
 		callID := "call-" + randomHex(6)
-		g.Go(func() error {
-			r := e.runOne(runCtx, log.With("call_id", callID), c, req.MaxAttempts)
-			r.Index, r.CallID = i, callID
-			if r.Success {
-				sizeMu.Lock()
-				total += e.fit(owner, &r, e.Limits.MaxTotalRespBytes-total)
-				sizeMu.Unlock()
-			} else if req.FailFast && runCtx.Err() == nil {
-				stop()
-			}
-			resp.Results[i] = r
-			return nil
-		})
+		r := e.runOne(runCtx, log.With("call_id", callID), c, req.MaxAttempts)
+		r.Index, r.CallID = i, callID
+		if r.Success {
+			sizeMu.Lock()
+			total += e.fit(owner, &r, e.Limits.MaxTotalRespBytes-total)
+			sizeMu.Unlock()
+		} else if req.FailFast && runCtx.Err() == nil {
+			stop()
+		}
+		resp.Results[i] = r
 	}
-	_ = g.Wait()
+	if len(req.Calls) == 1 {
+		// The common case: no goroutine to start and wait for.
+		work(0, req.Calls[0])
+	} else {
+		for i, c := range req.Calls {
+			g.Go(func() error { work(i, c); return nil })
+		}
+		_ = g.Wait()
+	}
 
 	for _, r := range resp.Results {
 		if r.Success {
@@ -154,7 +164,7 @@ func (e *Executor) runOne(ctx context.Context, log *slog.Logger, c Call, maxAtte
 		res, err := e.Invoke(cctx, c.Server, c.Tool, c.Arguments)
 		cancel()
 		if err == nil {
-			r = fromResult(res)
+			r = fromResultLimit(res, e.Limits.MaxResponseBytes)
 			return struct{}{}, nil
 		}
 		log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", budget.Used(), "error", err)
@@ -193,7 +203,14 @@ func failed(kind, msg string) Result {
 // fromResult turns a provider's tool result into hangar_call's result: the
 // structured content if any, else a lone text decoded as JSON when it is
 // JSON (so "3" is 3), else the text, else the content list.
-func fromResult(res *mcp.CallToolResult) Result {
+func fromResult(res *mcp.CallToolResult) Result { return fromResultLimit(res, 0) }
+
+// fromResultLimit is fromResult for a batch whose per-call limit is limit
+// (0: none). A lone text over the limit is kept as the provider's text: it
+// is truncated into the continuation store anyway, and decoding a large
+// JSON text only to encode it again costs several times its size in
+// memory and CPU.
+func fromResultLimit(res *mcp.CallToolResult, limit int) Result {
 	if res.IsError {
 		return failed(provider.KindToolError, textOf(res))
 	}
@@ -202,6 +219,9 @@ func fromResult(res *mcp.CallToolResult) Result {
 	}
 	if len(res.Content) == 1 {
 		if tc, ok := res.Content[0].(mcp.TextContent); ok {
+			if limit > 0 && len(tc.Text) > limit {
+				return Result{Success: true, Result: tc.Text}
+			}
 			if v, ok := decodeJSON(tc.Text); ok {
 				return Result{Success: true, Result: v}
 			}
@@ -211,19 +231,25 @@ func fromResult(res *mcp.CallToolResult) Result {
 	return Result{Success: true, Result: res.Content}
 }
 
-// decodeJSON decodes text that is one JSON value, keeping numbers exact
-// (json.Number), so 9007199254740993 is not rounded through float64.
+// decodeJSON returns text as raw JSON when it is one JSON value, so the
+// answer carries it as JSON (so "3" is 3) without the gateway decoding it
+// into Go values and encoding it again: numbers stay exact
+// (9007199254740993 is not rounded through float64) and the cost is one
+// validation. The bytes share text's memory and are never written.
 func decodeJSON(text string) (any, bool) {
-	if !json.Valid([]byte(text)) {
+	b := unsafe.Slice(unsafe.StringData(text), len(text))
+	if !json.Valid(b) {
 		return nil, false
 	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return nil, false
+	if t := strings.TrimLeft(text, " \t\r\n"); t != "" && t[0] == '"' {
+		// A JSON string becomes the string: truncation and continuations
+		// then cut its characters, not its JSON spelling.
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			return s, true
+		}
 	}
-	return v, true
+	return json.RawMessage(b), true
 }
 
 func textOf(res *mcp.CallToolResult) string {
@@ -241,7 +267,8 @@ func textOf(res *mcp.CallToolResult) string {
 
 // fit truncates r's result into the continuation cache when it is over the
 // per-call limit or over what is left of the batch's total; it returns the
-// bytes r now takes in the response. The continuation belongs to owner.
+// bytes r now takes in the response. When the store has no room, r becomes
+// a failure that says so. The continuation belongs to owner.
 func (e *Executor) fit(owner Owner, r *Result, left int) int {
 	text, isString := r.Result.(string)
 	if !isString {
@@ -255,10 +282,20 @@ func (e *Executor) fit(owner Owner, r *Result, left int) int {
 	if len(text) <= limit || e.Cache == nil {
 		return len(text)
 	}
+	id, err := e.Cache.Put(owner, text)
+	if err != nil {
+		f := failed(ErrTypeContinuationFull, fmt.Sprintf("result of %d bytes is over the response limit of %d bytes and was not kept: %v", len(text), limit, err))
+		r.Success, r.Result, r.Error, r.ErrorType = false, nil, f.Error, f.ErrorType
+		return 0
+	}
 	r.Truncated = true
 	r.TotalSizeBytes = len(text)
-	r.ContinuationID = e.Cache.Put(owner, text)
+	r.ContinuationID = id
 	r.Result = cutUTF8(text, limit)
+	if e.Cache.OnDisk(len(text)) {
+		// The inline part must not keep the whole text resident.
+		r.Result = strings.Clone(r.Result.(string))
+	}
 	return limit
 }
 

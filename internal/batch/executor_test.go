@@ -91,8 +91,8 @@ func TestRunKeepsOrderAndBoundsConcurrency(t *testing.T) {
 			t.Errorf("results[%d].Index = %d", i, r.Index)
 		}
 		want := map[string]any{"i": json.Number(fmt.Sprint(i)), "tool": fmt.Sprintf("t%d", i)}
-		if !reflect.DeepEqual(r.Result, want) {
-			t.Errorf("results[%d].Result = %#v, want %#v", i, r.Result, want)
+		if jsonText(r.Result) != jsonText(want) {
+			t.Errorf("results[%d].Result = %s, want %s", i, jsonText(r.Result), jsonText(want))
 		}
 		if !r.Success || r.Error != nil || r.ErrorType != nil || r.RetryMetadata != nil || r.Truncated {
 			t.Errorf("results[%d] = %+v", i, r)
@@ -147,10 +147,23 @@ func TestFromResult(t *testing.T) {
 			if !r.Success || r.Error != nil {
 				t.Fatalf("result = %+v, want success", r)
 			}
-			if !reflect.DeepEqual(r.Result, tt.want) {
-				t.Errorf("Result = %#v, want %#v", r.Result, tt.want)
+			// What counts is the answer's JSON: a JSON text is carried raw.
+			got, err1 := json.Marshal(r.Result)
+			want, err2 := json.Marshal(tt.want)
+			if err1 != nil || err2 != nil || string(got) != string(want) {
+				t.Errorf("Result = %s (%#v), want %s", got, r.Result, want)
 			}
 		})
+	}
+}
+
+// A JSON text is passed on as it is, not decoded and encoded again.
+func TestFromResultKeepsJSONRaw(t *testing.T) {
+	t.Parallel()
+	r := fromResult(text(`{"z":1,"a":[2,3]}`))
+	raw, ok := r.Result.(json.RawMessage)
+	if !ok || string(raw) != `{"z":1,"a":[2,3]}` {
+		t.Errorf("Result = %#v, want the raw JSON", r.Result)
 	}
 }
 
@@ -366,7 +379,7 @@ func TestRetries(t *testing.T) {
 			if r.Success != tt.wantSuccess {
 				t.Errorf("success = %v, want %v (%+v)", r.Success, tt.wantSuccess, r)
 			}
-			if tt.wantSuccess && r.Result != json.Number("42") {
+			if tt.wantSuccess && jsonText(r.Result) != "42" {
 				t.Errorf("result = %#v", r.Result)
 			}
 			if !tt.wantSuccess && (r.ErrorType == nil || *r.ErrorType != tt.wantKind) {
@@ -575,4 +588,59 @@ func TestInvalidResponse(t *testing.T) {
 	if ve["index"] != nil || ve["field"] != "calls" {
 		t.Errorf("validation error JSON = %v", ve)
 	}
+}
+
+func TestTruncationWhenTheStoreIsFull(t *testing.T) {
+	t.Parallel()
+	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return text(strings.Repeat("q", 300)), nil
+	}}
+	lim := DefaultLimits()
+	lim.MaxResponseBytes = 100
+	cache := NewCache(time.Minute, 500) // room for one 300-byte result
+	resp := newExecutor(f, lim, cache).Run(t.Context(), request(2, 1, 10*time.Second))
+
+	if r := resp.Results[0]; !r.Success || !r.Truncated || r.ContinuationID == "" {
+		t.Errorf("first result should fit the store: %+v", r)
+	}
+	r := resp.Results[1]
+	if r.Success || r.ErrorType == nil || *r.ErrorType != ErrTypeContinuationFull || r.Error == nil ||
+		!strings.Contains(*r.Error, "continuation store is full") || r.Index != 1 || r.CallID == "" {
+		t.Errorf("second result = %+v, want a continuation_full failure keeping its index and call id", r)
+	}
+	if resp.Success || resp.Failed != 1 || resp.Succeeded != 1 {
+		t.Errorf("batch success %v, %d failed, %d succeeded", resp.Success, resp.Failed, resp.Succeeded)
+	}
+	if cache.Bytes() != 300 {
+		t.Errorf("store holds %d bytes, want 300", cache.Bytes())
+	}
+}
+
+func TestBigJSONTextIsNotDecoded(t *testing.T) {
+	t.Parallel()
+	// Spaces and key order a decode-and-encode would change: over the
+	// limit, the continuation keeps the provider's text as it was.
+	raw := `{"b": 1, "a": [` + strings.Repeat(`1, `, 100) + `2]}`
+	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+		return text(raw), nil
+	}}
+	lim := DefaultLimits()
+	lim.MaxResponseBytes = 50
+	cache := NewCache(time.Minute, 1<<20)
+	r := newExecutor(f, lim, cache).Run(t.Context(), request(1, 1, 10*time.Second)).Results[0]
+	if data, _ := cache.Get(localOwner, r.ContinuationID); data != raw {
+		t.Errorf("continuation = %.80q, want the provider's text", data)
+	}
+	if r.Result != raw[:50] {
+		t.Errorf("inline result = %q", r.Result)
+	}
+}
+
+// jsonText is v as the answer carries it; results compare by their JSON.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(b)
 }

@@ -45,7 +45,7 @@ func TestOwnerOf(t *testing.T) {
 func TestCacheBindsContinuationToOwner(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestCache(time.Minute, 1<<10)
-	id := c.Put(me, "secret result")
+	id := put(t, c, "secret result")
 
 	others := []Owner{
 		{Kind: auth.KindToken, Name: "other"},
@@ -59,6 +59,9 @@ func TestCacheBindsContinuationToOwner(t *testing.T) {
 		wantData, wantOK := c.Get(o, "cont_000000000000000000000000")
 		if gotData != wantData || gotOK != wantOK || gotOK {
 			t.Errorf("Get by %+v = %q %v, want the unknown-id answer %q %v", o, gotData, gotOK, wantData, wantOK)
+		}
+		if piece, _, _, ok := c.Read(o, id, 0, 100); ok || piece != "" {
+			t.Errorf("Read by %+v = %q %v, want the unknown-id answer", o, piece, ok)
 		}
 		if c.Delete(o, id) != c.Delete(o, "cont_000000000000000000000000") {
 			t.Errorf("Delete by %+v differs from the unknown-id answer", o)

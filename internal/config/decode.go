@@ -20,6 +20,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	ex := root.sub("execution")
 	ex.intIn("max_concurrency", &cfg.Execution.MaxConcurrency, 1, 10000)
 	ex.intIn("default_provider_concurrency", &cfg.Execution.DefaultProviderConcurrency, 1, 1000)
+	ex.intIn("max_request_body_bytes", &cfg.Execution.MaxRequestBodyBytes, 1<<10, 1<<30)
 	ex.finish()
 
 	key := serversKey
@@ -42,6 +43,8 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	b.seconds("max_timeout", &cfg.Batch.MaxTimeout, 1, 3600)
 	b.intIn("max_response_size_bytes", &cfg.Batch.MaxResponseSizeBytes, 1, 1<<30)
 	b.intIn("max_total_response_size_bytes", &cfg.Batch.MaxTotalResponseSizeByte, 1, 1<<30)
+	b.intIn("max_continuation_bytes", &cfg.Batch.MaxContinuationBytes, 1<<10, 1<<34)
+	b.seconds("continuation_ttl_s", &cfg.Batch.ContinuationTTL, 1, 86400)
 	if cfg.Batch.DefaultTimeout > cfg.Batch.MaxTimeout {
 		d.add(b.at("default_timeout"), "must not exceed max_timeout (%s > %s)", cfg.Batch.DefaultTimeout, cfg.Batch.MaxTimeout)
 	}

@@ -27,6 +27,7 @@ func defaults() *Config {
 		Execution: Execution{
 			MaxConcurrency:             50,
 			DefaultProviderConcurrency: 10,
+			MaxRequestBodyBytes:        16 << 20,
 		},
 		Discovery: Discovery{
 			RefreshInterval: 30 * time.Second,
@@ -39,6 +40,8 @@ func defaults() *Config {
 			MaxTimeout:               300 * time.Second,
 			MaxResponseSizeBytes:     10 << 20,
 			MaxTotalResponseSizeByte: 50 << 20,
+			MaxContinuationBytes:     256 << 20,
+			ContinuationTTL:          600 * time.Second,
 		},
 		Auth:         Auth{Enabled: true, RateLimit: RateLimit{RPS: 10, Burst: 20}, APIKeyHeader: "X-API-Key"},
 		ConfigReload: Reload{Interval: 5 * time.Second},

@@ -155,7 +155,8 @@ discovery:
     - {type: filesystem, mode: authoritative, path: /etc/hangar/providers, watch: true}
   security: {require_health_check: true, quarantine_on_failure: false}
 batch: {max_calls: 10, max_concurrency: 5, default_timeout: 30, max_timeout: 120,
-        max_response_size_bytes: 1024, max_total_response_size_bytes: 4096}
+        max_response_size_bytes: 1024, max_total_response_size_bytes: 4096,
+        max_continuation_bytes: 8192, continuation_ttl_s: 30}
 auth: {enabled: true, rate_limit: {rps: 2.5, burst: 5}}
 config_reload: {enabled: true, interval_s: 2}
 logging: {level: debug, json_format: false}
@@ -209,7 +210,7 @@ data_dir: /var/lib/hangar
 	}
 
 	want := Config{
-		Execution: Execution{MaxConcurrency: 100, DefaultProviderConcurrency: 20},
+		Execution: Execution{MaxConcurrency: 100, DefaultProviderConcurrency: 20, MaxRequestBodyBytes: 16 << 20},
 		Discovery: Discovery{
 			Enabled: true, RefreshInterval: 15 * time.Second, AutoRegister: true,
 			Sources: []Source{
@@ -221,7 +222,8 @@ data_dir: /var/lib/hangar
 			Security: DiscoverySecurity{RequireHealthCheck: true, QuarantineOnFailure: false},
 		},
 		Batch: Batch{MaxCalls: 10, MaxConcurrency: 5, DefaultTimeout: 30 * time.Second, MaxTimeout: 120 * time.Second,
-			MaxResponseSizeBytes: 1024, MaxTotalResponseSizeByte: 4096},
+			MaxResponseSizeBytes: 1024, MaxTotalResponseSizeByte: 4096,
+			MaxContinuationBytes: 8192, ContinuationTTL: 30 * time.Second},
 		Auth:         Auth{Enabled: true, RateLimit: RateLimit{RPS: 2.5, Burst: 5}, APIKeyHeader: "X-API-Key"},
 		ConfigReload: Reload{Enabled: true, Interval: 2 * time.Second},
 		Logging:      Logging{Level: "DEBUG", JSONFormat: false},

@@ -188,6 +188,9 @@ type CircuitBreaker struct {
 type Execution struct {
 	MaxConcurrency             int // default 50, 1..10000
 	DefaultProviderConcurrency int // default 10, 1..1000
+	// MaxRequestBodyBytes bounds an HTTP request body (default 16 MiB):
+	// a larger one is refused with 413 before it is read.
+	MaxRequestBodyBytes int
 }
 
 // Discovery configures discovery sources.
@@ -241,6 +244,10 @@ type Batch struct {
 	MaxTimeout               time.Duration // default 300s
 	MaxResponseSizeBytes     int           // default 10 MiB
 	MaxTotalResponseSizeByte int           // default 50 MiB
+	// MaxContinuationBytes bounds the continuation store (default 256 MiB);
+	// a truncated result that does not fit is reported as an error.
+	MaxContinuationBytes int
+	ContinuationTTL      time.Duration // continuation_ttl_s, default 600s
 }
 
 // Auth configures the HTTP endpoint's authentication and rate limit

@@ -125,6 +125,12 @@ func TestParseProblems(t *testing.T) {
 				"batch.max_timeout: must be 1..3600 (got 3601)",
 				"batch.max_total_response_size_bytes: must be 1..1073741824 (got 0)",
 			}},
+		{"memory bounds", "execution: {max_request_body_bytes: 1023}\nbatch: {max_continuation_bytes: 17179869185, continuation_ttl_s: 0}\n", nil,
+			[]string{
+				"batch.continuation_ttl_s: must be 1..86400 (got 0)",
+				"batch.max_continuation_bytes: must be 1024..17179869184 (got 17179869185)",
+				"execution.max_request_body_bytes: must be 1024..1073741824 (got 1023)",
+			}},
 		{"batch default above max", "batch: {default_timeout: 120, max_timeout: 60}\n", nil,
 			[]string{"batch.default_timeout: must not exceed max_timeout (2m0s > 1m0s)"}},
 		{"rate limit", "auth: {rate_limit: {rps: 0, burst: 0}}\n", nil,

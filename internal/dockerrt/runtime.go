@@ -11,7 +11,6 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -199,7 +198,7 @@ func (c *Container) attachStreams(ctx context.Context, stdin bool) error {
 	go func() {
 		// Tty is off, so the stream is always multiplexed (on API < 1.42
 		// the media type header is empty and cannot tell us).
-		_, err := stdcopy.StdCopy(out, c.Stderr, att.Reader)
+		err := demux(out, c.Stderr, att.Reader)
 		if err == nil {
 			err = io.EOF
 		}

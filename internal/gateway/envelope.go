@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -198,31 +196,31 @@ func RequestEnvelope(ctx context.Context) (Envelope, bool) {
 	return env, ok
 }
 
-// checkEnvelope bounds and reads a POST body, refuses what ParseEnvelope
-// refuses, and hands the body on as bytes with the envelope in the
-// context. A body over limit is refused with 413 before any of it is read
-// when its Content-Length says so, and as soon as the limit is crossed
-// when it is chunked: neither this handler nor mcp-go buffers it whole.
+// checkEnvelope reads a POST body of at most limit bytes once, refuses
+// what ParseEnvelope refuses, and hands the body on in memory (the scope
+// guard and mcp-go share that one buffer) with the envelope in the
+// context. A larger body is refused with 413: by its Content-Length before
+// anything is read, else after reading limit+1 bytes, so a huge body costs
+// no memory.
 func checkEnvelope(limit int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
 			tooLarge(w, limit)
 			return
 		}
-		if r.Body == nil {
-			r.Body = http.NoBody
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		if r.Body == nil {
+			r.Body = http.NoBody
+		}
+		body, err := readUpTo(r.Body, r.ContentLength, limit)
+		if errors.Is(err, errBodyTooLarge) {
+			tooLarge(w, limit)
+			return
+		}
 		if err != nil {
-			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				tooLarge(w, limit)
-				return
-			}
 			http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -231,17 +229,10 @@ func checkEnvelope(limit int64, next http.Handler) http.Handler {
 			writeEnvelopeError(w, eerr)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &memBody{b: body}
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), envelopeKey{}, env)))
 	})
-}
-
-func tooLarge(w http.ResponseWriter, limit int64) {
-	// The rest of the body is not read: close the connection rather than
-	// let net/http drain it.
-	w.Header().Set("Connection", "close")
-	http.Error(w, "Request Entity Too Large: the body exceeds "+strconv.FormatInt(limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
 }
 
 func writeEnvelopeError(w http.ResponseWriter, e *EnvelopeError) {

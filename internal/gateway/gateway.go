@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -96,7 +97,7 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 	g := &Gateway{
 		Providers: providers,
 		Groups:    group.NewRegistry(providers, group.Options{Log: log}),
-		Cache:     batch.NewCache(10*time.Minute, 256<<20),
+		Cache:     newContinuationStore(cfg),
 		Metrics:   m,
 		Engine:    engine,
 		Log:       log,
@@ -117,6 +118,19 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 
 func (g *Gateway) setBatchLimits(cfg *config.Config) {
 	g.batch.Store(&batch.Executor{Invoke: g.invoke, Limits: limitsOf(cfg), Cache: g.Cache, Log: g.Log})
+}
+
+// newContinuationStore sizes the continuation store from the config (its
+// bound and TTL take effect at start, not on reload).
+func newContinuationStore(cfg *config.Config) *batch.Cache {
+	ttl, size := 10*time.Minute, 256<<20
+	if cfg.Batch.ContinuationTTL > 0 {
+		ttl = cfg.Batch.ContinuationTTL
+	}
+	if cfg.Batch.MaxContinuationBytes > 0 {
+		size = cfg.Batch.MaxContinuationBytes
+	}
+	return batch.NewCache(ttl, size)
 }
 
 // Batch is the executor of hangar_call.
@@ -258,7 +272,7 @@ func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
 func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := newID()
-		log := g.Log.With(FieldCorrelationID, id, FieldTool, req.Params.Name)
+		log := withLazy(g.Log, FieldCorrelationID, id, FieldTool, req.Params.Name)
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)
@@ -289,7 +303,9 @@ func ok(v any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mcp.NewToolResultStructured(json.RawMessage(b), string(b)), nil
+	// The text shares b's memory (b is never written again): a large
+	// hangar_call answer is not held twice.
+	return mcp.NewToolResultStructured(json.RawMessage(b), unsafe.String(unsafe.SliceData(b), len(b))), nil
 }
 
 // fail reports err as a tool error whose text starts with its wire kind.

@@ -1,14 +1,19 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
@@ -106,6 +111,67 @@ func (e *Endpoint) OpenSessions() int { return e.sessions.count() }
 
 // Close stops the session sweeper. Call it after Sessions().Shutdown.
 func (e *Endpoint) Close() { e.sessions.close() }
+
+var errBodyTooLarge = errors.New("request body too large")
+
+// readUpTo reads all of body if it is at most n bytes; size is the
+// announced Content-Length (-1: unknown).
+func readUpTo(body io.Reader, size, n int64) ([]byte, error) {
+	capHint := int64(512)
+	if size >= 0 {
+		capHint = size + 1 // +1: the read that sees EOF needs room
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, min(capHint, n+1)))
+	got, err := buf.ReadFrom(io.LimitReader(body, n+1))
+	if err != nil {
+		return nil, err
+	}
+	if got > n {
+		return nil, errBodyTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+func tooLarge(w http.ResponseWriter, n int64) {
+	// The connection is closed after this answer, so the rest of the body
+	// is never read.
+	w.Header().Set("Connection", "close")
+	auth.WriteError(w, http.StatusRequestEntityTooLarge, nil, &auth.Error{Code: mcp.INVALID_REQUEST,
+		Message: "request body is over the limit of " + strconv.FormatInt(n, 10) + " bytes (execution.max_request_body_bytes)"})
+}
+
+// memBody is a request body already read into memory: the guard looks at
+// its bytes without copying them, and mcp-go reads it as usual.
+type memBody struct {
+	b   []byte
+	off int
+}
+
+func (b *memBody) Read(p []byte) (int, error) {
+	if b.off >= len(b.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.b[b.off:])
+	b.off += n
+	return n, nil
+}
+
+// WriteTo lets io.ReadAll-style consumers that use io.Copy skip a buffer.
+func (b *memBody) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(b.b[b.off:])
+	b.off += n
+	return int64(n), err
+}
+
+func (b *memBody) Close() error { return nil }
+
+// bytesOf returns the body's bytes when checkEnvelope has read it.
+func bytesOf(r *http.Request) ([]byte, bool) {
+	if b, ok := r.Body.(*memBody); ok {
+		return b.b[b.off:], true
+	}
+	return nil, false
+}
 
 func checkOrigin(allowed []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -210,14 +210,14 @@ func TestHTTPRejections(t *testing.T) {
 		{"oversized with Content-Length", func(e *endpoint, s string) *httptest.ResponseRecorder {
 			big := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 2048) + `"}}`
 			return e.do(http.MethodPost, big, as("alice"), withSession(s))
-		}, http.StatusRequestEntityTooLarge, 0, "exceeds 1024 bytes"},
+		}, http.StatusRequestEntityTooLarge, 0, "over the limit of 1024 bytes"},
 		{"oversized chunked", func(e *endpoint, s string) *httptest.ResponseRecorder {
 			big := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 2048) + `"}}`
 			return e.do(http.MethodPost, big, as("alice"), withSession(s), func(r *http.Request) {
 				r.ContentLength = -1
 				r.Body = io.NopCloser(strings.NewReader(big))
 			})
-		}, http.StatusRequestEntityTooLarge, 0, "exceeds 1024 bytes"},
+		}, http.StatusRequestEntityTooLarge, 0, "over the limit of 1024 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -88,25 +87,20 @@ func (g *Gateway) fetchContinuation(ctx context.Context, req mcp.CallToolRequest
 	if limit < 1 || limit > maxContinuationLimit || limit != float64(int64(limit)) {
 		return fail(fmt.Errorf("limit must be a whole number 1..%d (got %v)", maxContinuationLimit, limit))
 	}
-	data, found := g.Cache.Get(batch.OwnerOf(ctx), id)
+	piece, off, total, found := g.Cache.Read(batch.OwnerOf(ctx), id, int(offset), int(limit))
 	if !found {
 		return ok(map[string]any{"found": false, "error": "Continuation not found (may have expired)"})
 	}
 	// Pieces start and end on character boundaries: JSON cannot carry half
 	// a UTF-8 sequence, and the next offset is offset + len(data) in bytes.
-	off := runeStart(data, min(int(offset), len(data)))
-	end := runeStart(data, min(off+int(limit), len(data)))
-	if end == off && off < len(data) {
-		_, size := utf8.DecodeRuneInString(data[off:])
-		end = off + size
-	}
+	end := off + len(piece)
 	return ok(map[string]any{
 		"found":            true,
-		"data":             data[off:end],
-		"total_size_bytes": len(data),
+		"data":             piece,
+		"total_size_bytes": total,
 		"offset":           off,
-		"has_more":         end < len(data),
-		"complete":         end >= len(data),
+		"has_more":         end < total,
+		"complete":         end >= total,
 	})
 }
 
@@ -116,12 +110,4 @@ func (g *Gateway) deleteContinuation(ctx context.Context, req mcp.CallToolReques
 		return fail(fmt.Errorf("continuation_id is required"))
 	}
 	return ok(map[string]any{"deleted": g.Cache.Delete(batch.OwnerOf(ctx), id), "continuation_id": id})
-}
-
-// runeStart moves i back to the start of the UTF-8 sequence it falls in.
-func runeStart(s string, i int) int {
-	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return i
 }

@@ -37,7 +37,9 @@ type Conn struct {
 
 // Stdio returns a transport over a provider's stdin and stdout.
 func Stdio(stdout io.Reader, stdin io.WriteCloser) transport.Interface {
-	return &stdioTap{Stdio: transport.NewIO(stdout, stdin, nil)}
+	t := &stdioTap{}
+	t.Stdio = transport.NewIO(newLineReader(stdout, &t.calls), stdin, nil)
+	return t
 }
 
 // HTTP returns a streamable HTTP transport to url.
@@ -197,7 +199,12 @@ func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallTo
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
-	return c.c.CallTool(ctx, req)
+	var spilled []string
+	res, err := c.c.CallTool(context.WithValue(ctx, spillSinkKey{}, &spilled), req)
+	if err == nil && len(spilled) > 0 {
+		restoreSpilled(res, spilled)
+	}
+	return res, err
 }
 
 // Close ends the session and its transport.

@@ -20,6 +20,9 @@ type rpcServer struct {
 	mu      sync.Mutex
 	methods []string
 	out     io.Writer
+
+	bigOnce   sync.Once
+	bigResult []byte // the big tool's answer after its id
 }
 
 // rpcOptions shape an rpcServer's behaviour.
@@ -34,10 +37,17 @@ type rpcOptions struct {
 	pageSize int
 	// endlessPages always returns a next cursor.
 	endlessPages bool
+	// big answers the tool "big" with these texts as its content, written
+	// as one prepared line so the server allocates nothing per call.
+	big []string
 }
 
 // start runs the server and returns the client side transport.
 func (s *rpcServer) start(t *testing.T) (stdout io.Reader, stdin io.WriteCloser) {
+	return s.startB(t)
+}
+
+func (s *rpcServer) startB(t testing.TB) (stdout io.Reader, stdin io.WriteCloser) {
 	t.Helper()
 	toServerR, toServerW := io.Pipe()
 	toClientR, toClientW := io.Pipe()
@@ -129,6 +139,9 @@ func (s *rpcServer) handle(line []byte) {
 		case "echo":
 			b, _ := json.Marshal(params.Arguments)
 			s.reply(req.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": string(b)}}})
+		case "big":
+			s.writeBig(req.ID)
+			return
 		case "oops":
 			s.reply(req.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "tool broke"}}, "isError": true})
 		default:
@@ -163,4 +176,20 @@ func connect(t *testing.T, s *rpcServer, protocol string) (*mcpconn.Conn, error)
 		t.Cleanup(func() { _ = c.Close() })
 	}
 	return c, err
+}
+
+func (s *rpcServer) writeBig(id json.RawMessage) {
+	s.bigOnce.Do(func() {
+		content := make([]map[string]any, len(s.big))
+		for i, t := range s.big {
+			content[i] = map[string]any{"type": "text", "text": t}
+		}
+		b, _ := json.Marshal(map[string]any{"content": content})
+		s.bigResult = append(append([]byte(`,"result":`), b...), "}\n"...)
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.out.Write([]byte(`{"jsonrpc":"2.0","id":`))
+	_, _ = s.out.Write(id)
+	_, _ = s.out.Write(s.bigResult)
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // The tap sits between the mcp-go client and its transport. It exists for
@@ -45,10 +46,22 @@ func (s *tapState) observe(ctx context.Context, req transport.JSONRPCRequest, re
 type stdioTap struct {
 	*transport.Stdio
 	tapState
+	calls pendingCalls // for the lineReader in front of Stdio
 }
 
 func (t *stdioTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if req.Method != string(mcp.MethodToolsCall) {
+		resp, err := t.Stdio.SendRequest(ctx, req)
+		t.observe(ctx, req, resp, err)
+		return resp, err
+	}
+	id := req.ID.String()
+	t.calls.begin(id)
 	resp, err := t.Stdio.SendRequest(ctx, req)
+	spilled := t.calls.end(id)
+	if sink, ok := ctx.Value(spillSinkKey{}).(*[]string); ok {
+		*sink = spilled
+	}
 	t.observe(ctx, req, resp, err)
 	return resp, err
 }

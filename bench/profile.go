@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/app"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/gateway"
+)
+
+// Figure 10: where the gateway's CPU goes under the 32-client load of
+// figure 1: a CPU profile of a gateway inside this process (the same code
+// as bin/hangar), with the bench's own client side left out, reduced to
+// its top functions by `go tool pprof`.
+
+// profileIgnore drops the bench's clients from the profile: its code, the
+// HTTP client transport and mcp-go's streamable HTTP client. The gateway's
+// own client to its provider (stdio) stays.
+const profileIgnore = `^main\.|persistConn|transport\.\(\*StreamableHTTP\)|http\.\(\*Client\)|http\.\(\*Transport\)`
+
+// ProfileResult is figure 10.
+type ProfileResult struct {
+	Calls   int
+	Took    time.Duration
+	Samples string     // pprof's header line about the total
+	Top     [][]string // flat, flat%, cum, cum%, function
+	Cum     [][]string // the same, gateway and mcp-go functions by cum
+	Skipped string
+}
+
+// Profile measures figure 10.
+func (b *Bench) Profile(ctx context.Context, profiling bool) (*ProfileResult, error) {
+	if profiling {
+		return &ProfileResult{Skipped: "not measured: the bench itself runs under -cpuprofile, and Go allows one CPU profile at a time"}, nil
+	}
+	cfg, err := config.Parse([]byte(configYAML([]srvDef{{"math", mathImage}}, "")), nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir = filepath.Join(b.tmp, "profile-data")
+	glog := slog.New(slog.NewJSONHandler(devNull{}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	a, err := app.New(cfg, app.Options{Instance: b.Owner("profile"), Log: glog, DataDir: cfg.DataDir})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = a.Close(context.Background())
+		return nil, err
+	}
+	sctx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- a.ServeHTTP(sctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
+	defer func() {
+		stopServe()
+		<-served
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.Close(cctx); err != nil {
+			b.log.Warn("profile gateway close", "error", err)
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/mcp"
+	clis, err := DialN(ctx, url, 32)
+	if err != nil {
+		return nil, err
+	}
+	defer CloseAll(clis)
+	if _, err := clis[0].MustCall(ctx, "hangar_warm", map[string]any{"mcp_servers": "math"}); err != nil {
+		return nil, err
+	}
+	workers := make([]callFn, len(clis))
+	for i, c := range clis {
+		workers[i] = gatewayAdd(c, "math")
+	}
+	if _, _, err := measure(ctx, workers, 5); err != nil { // warm-up
+		return nil, err
+	}
+	file := filepath.Join(b.tmp, "gateway-32.cpu")
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Rounds until about 5 s of load (less with -quick), for enough
+	// samples at 100 Hz.
+	res := &ProfileResult{}
+	for res.Took < time.Duration(float64(5*time.Second)*b.scale) {
+		lat, wall, err := measure(ctx, workers, 20)
+		if err != nil {
+			pprof.StopCPUProfile()
+			f.Close()
+			return nil, err
+		}
+		res.Calls += len(lat)
+		res.Took += wall
+	}
+	pprof.StopCPUProfile()
+	f.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	top := func(args ...string) ([]byte, error) {
+		args = append(append([]string{"tool", "pprof", "-top", "-ignore=" + profileIgnore}, args...), self, file)
+		out, err := exec.CommandContext(ctx, "go", args...).Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("go tool pprof: %w: %s", err, ee.Stderr)
+		}
+		return out, err
+	}
+	out, err := top("-nodecount=20")
+	if err != nil {
+		return nil, err
+	}
+	res.Samples, res.Top = parseTop(out)
+	if out, err = top("-cum", "-nodecount=30", "-show=mcp-hangar/hangar/internal|mark3labs/mcp-go"); err != nil {
+		return nil, err
+	}
+	_, res.Cum = parseTop(out)
+	return res, nil
+}
+
+// parseTop reads `go tool pprof -top` output.
+func parseTop(out []byte) (string, [][]string) {
+	var header string
+	var rows [][]string
+	inTable := false
+	for _, line := range strings.Split(string(bytes.TrimSpace(out)), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "Showing nodes accounting"):
+			header = strings.TrimSpace(line)
+		case len(f) >= 1 && f[0] == "flat":
+			inTable = true
+		case inTable && len(f) >= 6:
+			name := strings.Join(f[5:], " ")
+			if i := strings.IndexByte(name, '['); i > 0 && len(name) > 100 {
+				name = name[:i] + "[…]" // a generic instance's full type list
+			}
+			rows = append(rows, []string{f[0], f[1], f[3], f[4], "`" + name + "`"})
+		}
+	}
+	return header, rows
+}
+
+func (r *Report) figure10(b *strings.Builder) {
+	b.WriteString("## 10. Where the gateway's CPU goes (32 clients, hangar_call add)\n\n")
+	if r.failed(10, b) {
+		return
+	}
+	x := r.Profile
+	switch {
+	case x == nil:
+		b.WriteString("Not run.\n\n")
+		return
+	case x.Skipped != "":
+		b.WriteString(x.Skipped + ".\n\n")
+		return
+	}
+	t := &table{head: []string{"flat", "flat %", "cum", "cum %", "Function"}}
+	for _, row := range x.Top {
+		t.add(row...)
+	}
+	b.WriteString("By own time (flat):\n\n" + t.String())
+	ct := &table{head: t.head}
+	for _, row := range x.Cum {
+		ct.add(row...)
+	}
+	b.WriteString("\nThe gateway's and mcp-go's functions by cumulative time:\n\n" + ct.String())
+	fmt.Fprintf(b, "\nA CPU profile of a gateway running inside the bench process (the same packages as bin/hangar, JSON logs at INFO) while 32 sessions make %d `hangar_call` add calls in %s, "+
+		"with the bench's client side ignored (`-ignore=%s`). %s. Compare this table with the previous BENCHMARKS.md to see what changed; "+
+		"`go test -run '^$' -bench . -benchmem ./internal/gateway/ ./internal/batch/ ./internal/mcpconn/` has the per-function benchmarks.\n\n",
+		x.Calls, FormatDuration(x.Took), profileIgnore, x.Samples)
+}

@@ -1,0 +1,59 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+)
+
+// lazyAttrs is a slog.Handler that keeps the attributes of With instead of
+// handing them to the handler below at once. slog's JSON and text handlers
+// format With attributes eagerly, so With("correlation_id", …) on every
+// tool call (and again per batch and per call in it) cost formatting and
+// allocations on calls that, at INFO, log nothing. Here they cost a slice
+// append, and are formatted only for a record that is actually written.
+type lazyAttrs struct {
+	h     slog.Handler
+	attrs []slog.Attr
+}
+
+// withLazy returns l with args bound lazily.
+func withLazy(l *slog.Logger, args ...any) *slog.Logger {
+	h := l.Handler()
+	if lz, ok := h.(*lazyAttrs); ok {
+		return slog.New(lz).With(args...)
+	}
+	return slog.New(&lazyAttrs{h: h}).With(args...)
+}
+
+func (l *lazyAttrs) Enabled(ctx context.Context, level slog.Level) bool {
+	return l.h.Enabled(ctx, level)
+}
+
+func (l *lazyAttrs) Handle(ctx context.Context, r slog.Record) error {
+	if len(l.attrs) == 0 {
+		return l.h.Handle(ctx, r)
+	}
+	// The bound attributes come first, as they would from WithAttrs.
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	out.AddAttrs(l.attrs...)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(a)
+		return true
+	})
+	return l.h.Handle(ctx, out)
+}
+
+func (l *lazyAttrs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return l
+	}
+	// Full slice expression: siblings bound from one parent never share
+	// (and overwrite) a backing array.
+	return &lazyAttrs{h: l.h, attrs: append(l.attrs[:len(l.attrs):len(l.attrs)], attrs...)}
+}
+
+func (l *lazyAttrs) WithGroup(name string) slog.Handler {
+	// A group must enclose what comes after it only: bind what there is
+	// now for real, then group.
+	return l.h.WithAttrs(l.attrs).WithGroup(name)
+}

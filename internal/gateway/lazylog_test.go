@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// A lazily bound logger writes exactly what slog's own With would.
+func TestLazyAttrsWriteLikeWith(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		log  func(l *slog.Logger, bind func(*slog.Logger, ...any) *slog.Logger)
+	}{
+		{"one level", func(l *slog.Logger, bind func(*slog.Logger, ...any) *slog.Logger) {
+			bind(l, "correlation_id", "c1", "tool", "hangar_call").Info("x", "k", 1)
+		}},
+		{"nested, siblings apart", func(l *slog.Logger, bind func(*slog.Logger, ...any) *slog.Logger) {
+			b := bind(l, "batch_id", "b1")
+			one, two := bind(b, "call_id", "one"), bind(b, "call_id", "two")
+			two.Warn("second")
+			one.Warn("first", "attempt", 2)
+		}},
+		{"a group after binding", func(l *slog.Logger, bind func(*slog.Logger, ...any) *slog.Logger) {
+			bind(l, "a", 1).WithGroup("g").With("b", 2).Info("grouped", "c", 3)
+		}},
+		{"below the level", func(l *slog.Logger, bind func(*slog.Logger, ...any) *slog.Logger) {
+			bind(l, "a", 1).Debug("hidden")
+		}},
+	}
+	eager := func(l *slog.Logger, args ...any) *slog.Logger { return l.With(args...) }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var want, got bytes.Buffer
+			opts := &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			}}
+			tt.log(slog.New(slog.NewJSONHandler(&want, opts)), eager)
+			tt.log(slog.New(slog.NewJSONHandler(&got, opts)), withLazy)
+			if got.String() != want.String() {
+				t.Errorf("lazy:\n%s\nwant (slog With):\n%s", got.String(), want.String())
+			}
+			if tt.name == "below the level" && strings.Contains(got.String(), "hidden") {
+				t.Error("a record below the level was written")
+			}
+		})
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
 )
 
 // The JSON-RPC envelope of a POSTed message is checked here, before mcp-go
@@ -236,22 +238,5 @@ func checkEnvelope(limit int64, next http.Handler) http.Handler {
 }
 
 func writeEnvelopeError(w http.ResponseWriter, e *EnvelopeError) {
-	id := json.RawMessage("null")
-	if len(e.ID) > 0 {
-		id = e.ID
-	}
-	body, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{e.Code, e.Message}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(append(body, '\n'))
+	auth.WriteError(w, http.StatusBadRequest, e.ID, &auth.Error{Code: e.Code, Message: e.Message})
 }

@@ -193,17 +193,8 @@ type UninstallResult struct {
 // Uninstall serves mcp/uninstall: the server is stopped (its containers
 // removed), its install, secrets and cached catalog deleted.
 func (s *Service) Uninstall(ctx context.Context, p NameParams) (*UninstallResult, error) {
-	who, err := need(ctx, auth.ScopeAdmin)
+	who, err := s.adminOn(ctx, p.Scope, p.Name)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkScope(p.Scope); err != nil {
-		return nil, err
-	}
-	if p.Name == "" {
-		return nil, invalid("name is required")
-	}
-	if err := mayReach(who, p.Name); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -29,21 +28,12 @@ type PolicyResult struct {
 // SetPolicy serves mcp/policy/set. Disabling stops the server (its
 // containers are removed) but keeps it installed.
 func (s *Service) SetPolicy(ctx context.Context, p PolicyParams) (*PolicyResult, error) {
-	who, err := need(ctx, auth.ScopeAdmin)
+	who, err := s.adminOn(ctx, p.Scope, p.Name)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkScope(p.Scope); err != nil {
-		return nil, err
-	}
-	if p.Name == "" {
-		return nil, invalid("name is required")
-	}
 	if p.Enabled == nil && p.AllowImplicitInvocation == nil {
 		return nil, invalid("give enabled or allow_implicit_invocation (or both)")
-	}
-	if err := mayReach(who, p.Name); err != nil {
-		return nil, err
 	}
 	s.mu.Lock()
 	in, ok := s.installs[p.Name]
@@ -121,17 +111,8 @@ type RestartResult struct {
 // started again in the background; mcp/server/status_changed reports the
 // transitions.
 func (s *Service) Restart(ctx context.Context, p NameParams) (*RestartResult, error) {
-	who, err := need(ctx, auth.ScopeAdmin)
+	who, err := s.adminOn(ctx, p.Scope, p.Name)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkScope(p.Scope); err != nil {
-		return nil, err
-	}
-	if p.Name == "" {
-		return nil, invalid("name is required")
-	}
-	if err := mayReach(who, p.Name); err != nil {
 		return nil, err
 	}
 	if err := s.Refuse(p.Name); err != nil {

@@ -250,6 +250,23 @@ func need(ctx context.Context, scope string) (auth.Identity, error) {
 	return id, nil
 }
 
+// adminOn is the preamble of the methods that change one named server:
+// hangar:admin, a workspace scope this gateway serves, a name, and a
+// server inside the caller's filter.
+func (s *Service) adminOn(ctx context.Context, scope Scope, name string) (auth.Identity, error) {
+	who, err := need(ctx, auth.ScopeAdmin)
+	if err != nil {
+		return who, err
+	}
+	if err := s.checkScope(scope); err != nil {
+		return who, err
+	}
+	if name == "" {
+		return who, invalid("name is required")
+	}
+	return who, mayReach(who, name)
+}
+
 // mayReach refuses a server outside the caller's filter, with the error
 // seed 004 gives for it.
 func mayReach(id auth.Identity, server string) error {

@@ -495,6 +495,13 @@ func TestSecretsNeverShown(t *testing.T) {
 	collect(a.post(t, map[string]string{"Authorization": "Bearer " + canaryTok, "X-API-Key": canaryTok + "y"}, listTools))
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("/metrics without a token: %d, want 401", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+readTok)
+	a.h.ServeHTTP(rec, req)
 	answers = append(answers, rec.Body.String())
 	if rec.Code != http.StatusOK {
 		t.Fatalf("/metrics: %d", rec.Code)

@@ -98,7 +98,9 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	if o.Metrics != nil {
-		mux.Handle("/metrics", o.Metrics)
+		// Metrics name every server: the same credentials and hangar:read
+		// as hangar_metrics (a loopback gateway without tokens is open).
+		mux.Handle("/metrics", o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, o.Metrics)))
 	}
 	return &Endpoint{Handler: checkOrigin(o.AllowedOrigins, mux), mcp: streamable, sessions: sessions}
 }
@@ -164,6 +166,17 @@ func (b *memBody) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (b *memBody) Close() error { return nil }
+
+// needScope lets a request through when its identity holds scope.
+func needScope(h *auth.HTTP, scope string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := callerOf(r.Context()).Check(scope, ""); e != nil {
+			h.Forbid(w, r, nil, e)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // bytesOf returns the body's bytes when checkEnvelope has read it.
 func bytesOf(r *http.Request) ([]byte, bool) {

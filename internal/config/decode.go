@@ -68,6 +68,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	l.finish()
 
 	d.registry(root.sub("registry"), &cfg.Registry)
+	d.toolAccess(root, cfg)
 
 	if root.str("data_dir", &cfg.DataDir) && cfg.DataDir == "" {
 		d.add("data_dir", "must not be empty")

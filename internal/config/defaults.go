@@ -53,7 +53,9 @@ func defaults() *Config {
 			MaxHotLoaded:       20,
 			IdleTTL:            300 * time.Second,
 		},
-		DataDir: defaultDataDir,
+		ToolAccess: ToolAccess{Mode: AccessFrontDoor},
+		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true},
+		DataDir:    defaultDataDir,
 	}
 }
 

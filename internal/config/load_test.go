@@ -218,7 +218,9 @@ data_dir: /var/lib/hangar
 			VerifiedNamespaces: []string{"io.github.acme/", "io.github.other/", "io.github.x/one"},
 			Timeout:            2500 * time.Millisecond, MaxHotLoaded: 3, IdleTTL: time.Minute,
 		},
-		DataDir: "/var/lib/hangar",
+		ToolAccess: ToolAccess{Mode: AccessFrontDoor},
+		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true},
+		DataDir:    "/var/lib/hangar",
 	}
 	gotRest := *cfg
 	gotRest.Servers = nil

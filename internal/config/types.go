@@ -57,6 +57,10 @@ type Config struct {
 	Logging      Logging
 	// Registry is where hangar_load finds MCP servers to hot-load.
 	Registry Registry
+	// ToolAccess and FrontDoor decide whether and how provider tools are
+	// listed on the gateway's own endpoint.
+	ToolAccess ToolAccess
+	FrontDoor  FrontDoor
 	// DataDir holds state that survives restarts (approvals, quarantine).
 	DataDir string
 	// Source is the file the config was read from ("" when built in code).
@@ -118,6 +122,13 @@ type Server struct {
 	// container instead of creating one, and never stops it. Never read
 	// from a config file.
 	AttachContainer string
+	// Prefix replaces the server ID in front-door callable names
+	// (prefix:); "" uses the ID.
+	Prefix string
+	// Hidden keeps the server's tools off the front door (expose: false,
+	// allow_implicit_invocation false); hangar_call still reaches it.
+	Hidden bool
+
 	// Origin says where the server came from: "" (config file), "docker"
 	// or "filesystem" (discovery), OriginRegistry (hangar_load).
 	Origin string

@@ -136,6 +136,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		a.Gateway.HotLoad = loader
 	}
 	a.MCP = a.Gateway.MCPServer()
+	if fd := a.Gateway.FrontDoor; fd != nil {
+		a.goOwned(func() { fd.Run(ctx) })
+	}
 
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {

@@ -48,8 +48,11 @@ type Gateway struct {
 	// HotLoad serves hangar_load and hangar_unload; nil when hot-loading
 	// is off (registry.url and registry.catalog_file both empty).
 	HotLoad HotLoader
-	Log     *slog.Logger
-	Started time.Time
+	// FrontDoor lists provider tools by callable name; nil in egress mode.
+	// MCPServer builds it.
+	FrontDoor *FrontDoor
+	Log       *slog.Logger
+	Started   time.Time
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config
@@ -135,14 +138,22 @@ func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[stri
 
 // MCPServer builds the MCP server with every hangar_* tool.
 func (g *Gateway) MCPServer() *server.MCPServer {
-	s := server.NewMCPServer("hangar", Version,
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(g.correlate),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
-	)
+	}
+	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
+		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups}, cfg, g.Log)
+		opts = append(opts, g.FrontDoor.ServerOptions()...)
+	}
+	s := server.NewMCPServer("hangar", Version, opts...)
 	for _, t := range g.tools() {
 		s.AddTool(preencoded(t.Tool), t.Handler)
+	}
+	if g.FrontDoor != nil {
+		g.FrontDoor.Attach(s)
 	}
 	return s
 }

@@ -88,7 +88,7 @@ func TestGroupTools(t *testing.T) {
 
 	// hangar_details of the group.
 	d := h.ok(t, "hangar_details", map[string]any{"mcp_server": "pool"})
-	wantKeys := []string{"circuit_open", "description", "group_id", "healthy_count", "is_available", "members",
+	wantKeys := []string{"circuit_open", "description", "front_door", "group_id", "healthy_count", "is_available", "members",
 		"min_healthy", "state", "strategy", "total_members"}
 	if !slices.Equal(keys(d), wantKeys) {
 		t.Errorf("details keys = %v, want %v", keys(d), wantKeys)

@@ -92,7 +92,11 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		return fail(err)
 	}
 	if grp, found := g.Groups.Get(id); found {
-		return ok(groupDetails(grp.Status()))
+		out := groupDetails(grp.Status())
+		if g.FrontDoor != nil {
+			out["front_door"] = g.FrontDoor.Details(id)
+		}
+		return ok(out)
 	}
 	p, found := g.Providers.Get(id)
 	if !found {
@@ -117,7 +121,7 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		"idle_ttl_s":   spec.IdleTTL.Seconds(),
 	}
 	pol := p.Policy()
-	return ok(map[string]any{
+	out := map[string]any{
 		"mcp_server": id,
 		"state":      s.State,
 		"mode":       s.Mode,
@@ -139,7 +143,11 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 			"has_deny_list":  pol.HasDenyList(),
 			"filtered_count": p.FilteredCount(),
 		},
-	})
+	}
+	if g.FrontDoor != nil {
+		out["front_door"] = g.FrontDoor.Details(id)
+	}
+	return ok(out)
 }
 
 func transportOf(t string) string {

@@ -33,6 +33,15 @@ type Conn struct {
 	tr    tapped
 	proto string
 	end   context.CancelFunc // ends the transport's lifetime
+	// progress routes the provider's progress notifications to the calls
+	// forwarded with a progress token.
+	progress *progressRouter
+}
+
+func newConn(c *client.Client, tap tapped) *Conn {
+	conn := &Conn{c: c, tr: tap, proto: c.ProtocolVersion(), progress: &progressRouter{}}
+	c.OnNotification(conn.progress.dispatch)
+	return conn
 }
 
 // Stdio returns a transport over a provider's stdin and stdout.
@@ -111,7 +120,7 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 	if protocol != ProtocolModern {
 		c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 		if err := initialize(ctx, c); err == nil {
-			return &Conn{c: c, tr: tap, proto: c.ProtocolVersion()}, nil
+			return newConn(c, tap), nil
 		} else if protocol == ProtocolLegacy || !tap.state().initRejected.Load() {
 			_ = tr.Close()
 			return nil, fmt.Errorf("initialize: %w", err)
@@ -131,7 +140,7 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 		_ = tr.Close()
 		return nil, fmt.Errorf("server/discover: server does not speak the %s protocol", mcp.LATEST_PROTOCOL_VERSION)
 	}
-	return &Conn{c: c, tr: tap, proto: c.ProtocolVersion()}, nil
+	return newConn(c, tap), nil
 }
 
 func initialize(ctx context.Context, c *client.Client) error {
@@ -155,6 +164,11 @@ type Tool struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// The rest of the definition, kept for the front door to list the
+	// tool as the provider describes it.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
 }
 
 // maxToolPages bounds pagination against a provider that never stops
@@ -189,11 +203,17 @@ func (c *Conn) ListTools(ctx context.Context) ([]Tool, error) {
 }
 
 // CallTool calls a tool; a tool-level error comes back as a result with
-// IsError set, a protocol or transport failure as an error.
+// IsError set, a protocol or transport failure as an error. The call is
+// forwarded as the CallOptions in ctx say, if any.
 func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
+	if o := callOptions(ctx); o != nil {
+		var done func()
+		ctx, done = c.prepare(ctx, &req, o)
+		defer done()
+	}
 	return c.c.CallTool(ctx, req)
 }
 

@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"context"
+	"sort"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/group"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// FrontDoorSource is everything the front door needs from the rest of the
+// gateway: which servers may be served, a way to call them, and a way to
+// learn a catalog. Today it is the provider manager and the group registry
+// (managerSource); the catalog can take its place.
+type FrontDoorSource interface {
+	// Servable lists the servers agents may see, sorted by ID: top-level
+	// providers and groups; never a group member, nor a pending or
+	// quarantined server. It does no I/O and starts nothing.
+	Servable() []Servable
+	// Call invokes tool on server (a provider or a group ID) the way
+	// hangar_call does: single-flight cold start, limits, breaker and
+	// failover, metrics. args go to the provider as they are (raw JSON).
+	Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
+	// Prefetch learns the catalog of a COLD provider: it starts it, reads
+	// its tools and stops it again. A provider that is not COLD, or a
+	// group, is left alone.
+	Prefetch(ctx context.Context, server string) error
+}
+
+// Servable is one server as the front door sees it.
+type Servable struct {
+	ID    string
+	Group bool
+	Spec  *config.Server // prefix, expose (Hidden), image
+	// Tools is the catalog the server has now (after its tool access
+	// policy), from its last run or from config; empty when not known.
+	Tools []mcpconn.Tool
+	// Predefined says Tools come from the config, not from the server.
+	Predefined bool
+	// Cold says the server has no backend running (prefetch candidates).
+	Cold bool
+}
+
+// managerSource serves the providers of a Manager and the groups of a
+// Registry.
+type managerSource struct {
+	providers *provider.Manager
+	groups    *group.Registry
+}
+
+var _ FrontDoorSource = managerSource{}
+
+func (s managerSource) Servable() []Servable {
+	var out []Servable
+	for _, p := range s.providers.List() {
+		if _, member := s.providers.GroupOf(p.ID()); member {
+			continue
+		}
+		out = append(out, Servable{ID: p.ID(), Spec: p.Spec(), Tools: p.Tools(), Predefined: p.Predefined(), Cold: p.State() == provider.Cold})
+	}
+	for _, g := range s.groups.List() {
+		sv := Servable{ID: g.ID(), Group: true, Spec: g.Spec()}
+		// A group's catalog is its members': the first one that knows it.
+		for _, m := range g.Members() {
+			if tools := m.Tools(); len(tools) > 0 {
+				sv.Tools, sv.Predefined = tools, m.Predefined()
+				break
+			}
+		}
+		out = append(out, sv)
+	}
+	sortServable(out)
+	return out
+}
+
+func (s managerSource) Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+	if grp, ok := s.groups.Get(server); ok {
+		return grp.Call(ctx, tool, args)
+	}
+	p, ok := s.providers.Get(server)
+	if !ok {
+		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
+	}
+	return p.Call(ctx, tool, args)
+}
+
+// ReasonPrefetched is the stop reason of a provider started only to read
+// its catalog.
+const ReasonPrefetched = "catalog_prefetched"
+
+func (s managerSource) Prefetch(ctx context.Context, server string) error {
+	p, ok := s.providers.Get(server)
+	if !ok || p.State() != provider.Cold || p.Predefined() {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	defer cancel()
+	if _, err := p.Start(sctx); err != nil {
+		return err
+	}
+	// A call that arrived meanwhile keeps the provider: it is in use.
+	if p.Snapshot().Inflight > 0 {
+		return nil
+	}
+	return p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, true)
+}
+
+func sortServable(s []Servable) {
+	sort.Slice(s, func(i, j int) bool { return s[i].ID < s[j].ID })
+}

@@ -1,0 +1,120 @@
+package mcpconn
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Forwarding a call from a client of the gateway to a provider without
+// losing anything on the way: the caller's _meta (its progressToken
+// included) goes to the provider, the provider's progress notifications
+// come back to the caller, and the result is kept as the raw JSON the
+// provider sent. The options travel in the context so that the provider
+// and group layers in between need not know about them.
+
+// CallOptions say how one tools/call is forwarded.
+type CallOptions struct {
+	// Meta is the caller's _meta, sent on to the provider. Its
+	// progressToken is replaced by one unique on this connection (callers
+	// on different sessions may use the same token) and mapped back.
+	Meta *mcp.Meta
+	// OnProgress receives the params of each notifications/progress the
+	// provider sends for this call, with the caller's own token restored.
+	// It runs on the connection's read loop: it must not block, nor call
+	// the provider.
+	OnProgress func(params map[string]any)
+	// Raw receives the raw result of the call when it succeeds.
+	Raw *json.RawMessage
+}
+
+type callOptsKey struct{}
+
+// WithCallOptions returns ctx carrying o for the tools/call made with it.
+func WithCallOptions(ctx context.Context, o *CallOptions) context.Context {
+	return context.WithValue(ctx, callOptsKey{}, o)
+}
+
+func callOptions(ctx context.Context) *CallOptions {
+	o, _ := ctx.Value(callOptsKey{}).(*CallOptions)
+	return o
+}
+
+// progressRouter maps the tokens the gateway sent to a provider back to the
+// calls that wait for their progress.
+type progressRouter struct {
+	seq   atomic.Uint64
+	mu    sync.Mutex
+	calls map[string]progressCall
+}
+
+type progressCall struct {
+	token any // the caller's own token
+	send  func(map[string]any)
+}
+
+// register returns the token to send to the provider and a function that
+// forgets it.
+func (r *progressRouter) register(token any, send func(map[string]any)) (string, func()) {
+	tok := "hangar-" + strconv.FormatUint(r.seq.Add(1), 10)
+	r.mu.Lock()
+	if r.calls == nil {
+		r.calls = map[string]progressCall{}
+	}
+	r.calls[tok] = progressCall{token: token, send: send}
+	r.mu.Unlock()
+	return tok, func() {
+		r.mu.Lock()
+		delete(r.calls, tok)
+		r.mu.Unlock()
+	}
+}
+
+// dispatch is the client's notification handler.
+func (r *progressRouter) dispatch(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationProgress) {
+		return
+	}
+	tok, ok := n.Params.AdditionalFields["progressToken"].(string)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	call, found := r.calls[tok]
+	r.mu.Unlock()
+	if !found {
+		return
+	}
+	params := make(map[string]any, len(n.Params.AdditionalFields)+1)
+	for k, v := range n.Params.AdditionalFields {
+		params[k] = v
+	}
+	params["progressToken"] = call.token
+	if n.Params.Meta != nil {
+		params["_meta"] = n.Params.Meta
+	}
+	call.send(params)
+}
+
+// prepare applies o to req and returns the context to send it with and a
+// function to call when the call is over.
+func (c *Conn) prepare(ctx context.Context, req *mcp.CallToolRequest, o *CallOptions) (context.Context, func()) {
+	done := func() {}
+	if o.Meta != nil {
+		meta := &mcp.Meta{AdditionalFields: o.Meta.AdditionalFields}
+		if o.Meta.ProgressToken != nil && o.OnProgress != nil {
+			meta.ProgressToken, done = c.progress.register(o.Meta.ProgressToken, o.OnProgress)
+		}
+		if meta.ProgressToken != nil || len(meta.AdditionalFields) > 0 {
+			req.Params.Meta = meta
+		}
+	}
+	if o.Raw != nil {
+		ctx = withRawSink(ctx, o.Raw)
+	}
+	return ctx, done
+}

@@ -209,12 +209,19 @@ func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallTo
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
-	if o := callOptions(ctx); o != nil {
-		var done func()
-		ctx, done = c.prepare(ctx, &req, o)
-		defer done()
+	o := callOptions(ctx)
+	if o == nil {
+		return c.c.CallTool(ctx, req)
 	}
-	return c.c.CallTool(ctx, req)
+	ctx, done := c.prepare(ctx, &req, o)
+	defer done()
+	res, err := c.c.CallTool(ctx, req)
+	if err != nil && o.Raw != nil && len(*o.Raw) > 0 {
+		// The provider answered; only decoding it failed, and the caller
+		// forwards the raw answer.
+		return rawOnly(*o.Raw), nil
+	}
+	return res, err
 }
 
 // Close ends the session and its transport.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -57,8 +58,13 @@ type progressCall struct {
 	send  func(map[string]any)
 }
 
+// progressGrace is how long a call's token is still routed after the call
+// ended: servers that queue notifications apart from responses (mcp-go's
+// stdio server) may write the last progress after the result.
+const progressGrace = 2 * time.Second
+
 // register returns the token to send to the provider and a function that
-// forgets it.
+// forgets it (after progressGrace).
 func (r *progressRouter) register(token any, send func(map[string]any)) (string, func()) {
 	tok := "hangar-" + strconv.FormatUint(r.seq.Add(1), 10)
 	r.mu.Lock()
@@ -68,9 +74,11 @@ func (r *progressRouter) register(token any, send func(map[string]any)) (string,
 	r.calls[tok] = progressCall{token: token, send: send}
 	r.mu.Unlock()
 	return tok, func() {
-		r.mu.Lock()
-		delete(r.calls, tok)
-		r.mu.Unlock()
+		time.AfterFunc(progressGrace, func() {
+			r.mu.Lock()
+			delete(r.calls, tok)
+			r.mu.Unlock()
+		})
 	}
 }
 
@@ -114,7 +122,18 @@ func (c *Conn) prepare(ctx context.Context, req *mcp.CallToolRequest, o *CallOpt
 		}
 	}
 	if o.Raw != nil {
+		*o.Raw = (*o.Raw)[:0]
 		ctx = withRawSink(ctx, o.Raw)
 	}
 	return ctx, done
+}
+
+// rawOnly stands for a result the client could not decode (a content type
+// it does not know) when the raw result is what the caller uses anyway.
+func rawOnly(raw json.RawMessage) *mcp.CallToolResult {
+	var f struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(raw, &f)
+	return &mcp.CallToolResult{IsError: f.IsError}
 }

@@ -100,6 +100,9 @@ func (s managerSource) Prefetch(ctx context.Context, server string) error {
 	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
 	defer cancel()
 	if _, err := p.Start(sctx); err != nil {
+		// A failed prefetch is not the provider's record: it stays COLD,
+		// with no failed start counted, for the first real call to try.
+		_ = p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, false)
 		return err
 	}
 	// A call that arrived meanwhile keeps the provider: it is in use.

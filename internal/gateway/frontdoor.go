@@ -66,6 +66,12 @@ type FrontDoor struct {
 	byServer map[string][]*binding // by server ID, sorted by callable name
 	versions map[string]string     // catalog_version by server ID
 	hidden   map[string]bool       // servers with expose: false
+	view     extrasView            // resources, templates, prompts served
+
+	extrasMu  sync.Mutex
+	extras    map[string]extras // by server ID, read while it ran
+	extrasKey map[string]string // server → image and catalog version extras were read for
+	extrasSig string            // what is served now, to skip no-op changes
 }
 
 // NewFrontDoor returns a front door over src; Attach gives it its server.
@@ -74,25 +80,31 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 		log = slog.Default()
 	}
 	return &FrontDoor{
-		src:      src,
-		naming:   cfg.FrontDoor.Naming,
-		prefetch: cfg.FrontDoor.Prefetch,
-		log:      log.With("component", "front_door"),
-		kick:     make(chan struct{}, 1),
-		cache:    map[string]catalog{},
-		looked:   map[string]bool{},
-		tried:    map[string]bool{},
-		bindings: map[string]*binding{},
-		byServer: map[string][]*binding{},
-		versions: map[string]string{},
-		hidden:   map[string]bool{},
+		src:       src,
+		naming:    cfg.FrontDoor.Naming,
+		prefetch:  cfg.FrontDoor.Prefetch,
+		log:       log.With("component", "front_door"),
+		kick:      make(chan struct{}, 1),
+		cache:     map[string]catalog{},
+		looked:    map[string]bool{},
+		tried:     map[string]bool{},
+		bindings:  map[string]*binding{},
+		byServer:  map[string][]*binding{},
+		versions:  map[string]string{},
+		hidden:    map[string]bool{},
+		extras:    map[string]extras{},
+		extrasKey: map[string]string{},
 	}
 }
 
 // ServerOptions are the MCP server options the front door needs: tools
 // that announce changes, and per-caller visibility.
 func (f *FrontDoor) ServerOptions() []server.ServerOption {
-	return []server.ServerOption{server.WithToolCapabilities(true), server.WithToolFilter(f.filter)}
+	return []server.ServerOption{
+		server.WithToolCapabilities(true), server.WithToolFilter(f.filter),
+		server.WithResourceCapabilities(false, true),
+		server.WithPromptCapabilities(true), server.WithPromptFilter(f.promptFilter),
+	}
 }
 
 // Attach sets the MCP server whose tool list the front door maintains.
@@ -129,7 +141,7 @@ func (f *FrontDoor) Run(ctx context.Context) {
 					return
 				}
 				defer func() { <-sem }()
-				if err := f.src.Prefetch(ctx, id); err != nil {
+				if err := f.src.Prefetch(ctx, id, func(ctx context.Context) { f.fetchExtras(ctx, id) }); err != nil {
 					f.log.Warn("catalog prefetch failed", FieldServer, id, FieldError, err)
 					return
 				}
@@ -159,7 +171,9 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	entries := map[nameRequest]entry{}
 	versions := map[string]string{}
 	hidden := map[string]bool{}
-	for _, sv := range f.src.Servable() {
+	servables := f.src.Servable()
+	defer f.refreshExtras(ctx, servables)
+	for _, sv := range servables {
 		if sv.Spec != nil && sv.Spec.Hidden {
 			hidden[sv.ID] = true
 		}
@@ -377,9 +391,9 @@ func (f *FrontDoor) Details(server string) map[string]any {
 	if v, ok := f.versions[server]; ok {
 		version = v
 	}
-	return map[string]any{
-		"exposed":         !f.hidden[server],
-		"catalog_version": version,
-		"tools":           tools,
-	}
+	out := f.extrasDetails(server)
+	out["exposed"] = !f.hidden[server]
+	out["catalog_version"] = version
+	out["tools"] = tools
+	return out
 }

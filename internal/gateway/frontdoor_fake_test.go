@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +17,9 @@ import (
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
-// A real MCP server (mcp-go) behind a real MCP client connection
-// (mcpconn over pipes, as over a container's attached stdio): what the
-// front door forwards is what a provider really sends.
+// A real MCP server (mcp-go) behind a real MCP client connection (mcpconn
+// over streamable HTTP): what the front door forwards is what a provider
+// really sends.
 
 // bigMeta is a _meta value with integers beyond float64's precision.
 const bigMeta = `{"big":12345678901234567890123,"nested":{"n":-9007199254740993}}`
@@ -79,11 +79,31 @@ func providerServer(id string, extra func(*mcpserver.MCPServer)) *mcpserver.MCPS
 			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress),
 				map[string]any{"progressToken": token, "progress": i, "total": steps, "message": fmt.Sprintf("step %d", i)})
 		}
+		// mcp-go's HTTP server drops notifications still queued when the
+		// response goes out; a real long-running tool works between them.
+		if token != nil {
+			time.Sleep(50 * time.Millisecond)
+		}
 		if req.GetBool("hold", false) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
 		return mcp.NewToolResultText(fmt.Sprintf("done, token %v", token)), nil
+	})
+	// Resources and prompts: file:///shared is offered by every server
+	// (a collision), the rest carry the server's ID.
+	for _, uri := range []string{"file:///shared", "file:///" + id} {
+		s.AddResource(mcp.NewResource(uri, uri, mcp.WithMIMEType("text/plain")), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: "from " + id}}, nil
+		})
+	}
+	s.AddResourceTemplate(mcp.NewResourceTemplate("item-"+id+"://{n}", "item"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: id + " item " + req.Params.URI}}, nil
+	})
+	s.AddPrompt(mcp.NewPrompt("greet", mcp.WithArgument("who", mcp.RequiredArgument())), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcp.NewGetPromptResult("greeting", []mcp.PromptMessage{
+			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(id+" greets "+req.Params.Arguments["who"])),
+		}), nil
 	})
 	if extra != nil {
 		extra(s)
@@ -91,12 +111,14 @@ func providerServer(id string, extra func(*mcpserver.MCPServer)) *mcpserver.MCPS
 	return s
 }
 
-// pipeBackend is a provider.Backend over an mcp-go server on pipes.
+// pipeBackend is a provider.Backend over an mcp-go server on an HTTP test
+// server. (Not stdio: mcp-go's stdio server keeps its session in a package
+// variable, so two in one process would see each other's notifications.)
 type pipeBackend struct {
-	conn   *mcpconn.Conn
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	conn *mcpconn.Conn
+	hs   *httptest.Server
+	done chan struct{}
+	once sync.Once
 }
 
 func (b *pipeBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {
@@ -105,6 +127,15 @@ func (b *pipeBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {
 func (b *pipeBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
 	return b.conn.CallTool(ctx, name, args)
 }
+func (b *pipeBackend) ListAll(ctx context.Context, kind string) ([]json.RawMessage, error) {
+	return b.conn.ListAll(ctx, kind)
+}
+func (b *pipeBackend) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	return b.conn.ReadResource(ctx, uri)
+}
+func (b *pipeBackend) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
+	return b.conn.GetPrompt(ctx, name, args)
+}
 func (b *pipeBackend) Done() <-chan struct{} { return b.done }
 func (b *pipeBackend) Exit() string          { return "exit 0" }
 func (b *pipeBackend) Stderr() string        { return "" }
@@ -112,11 +143,14 @@ func (b *pipeBackend) ContainerID() string   { return "" }
 func (b *pipeBackend) Stop(context.Context) error {
 	b.once.Do(func() {
 		_ = b.conn.Close()
-		b.cancel()
+		b.hs.CloseClientConnections()
+		b.hs.Close()
 		close(b.done)
 	})
 	return nil
 }
+
+var _ provider.Extras = (*pipeBackend)(nil)
 
 // pipeLauncher launches providerServers.
 type pipeLauncher struct {
@@ -137,24 +171,18 @@ func (l *pipeLauncher) Launch(ctx context.Context, s *config.Server) (provider.B
 	l.launches[s.ID]++
 	l.running[s.ID] = srv
 	l.mu.Unlock()
-	toServerR, toServerW := io.Pipe()
-	toClientR, toClientW := io.Pipe()
-	life, cancel := context.WithCancel(context.Background())
-	go func() {
-		_ = mcpserver.NewStdioServer(srv).Listen(life, toServerR, toClientW)
-		_ = toClientW.Close()
-	}()
-	go func() {
-		<-life.Done()
-		_ = toServerW.Close()
-		_ = toServerR.Close()
-	}()
-	conn, err := mcpconn.Connect(ctx, mcpconn.Stdio(toClientR, toServerW), mcpconn.ProtocolLegacy)
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
+	tr, err := mcpconn.HTTP(hs.URL+"/mcp", nil, nil)
 	if err != nil {
-		cancel()
+		hs.Close()
 		return nil, err
 	}
-	return &pipeBackend{conn: conn, cancel: cancel, done: make(chan struct{})}, nil
+	conn, err := mcpconn.Connect(ctx, tr, mcpconn.ProtocolLegacy)
+	if err != nil {
+		hs.Close()
+		return nil, err
+	}
+	return &pipeBackend{conn: conn, hs: hs, done: make(chan struct{})}, nil
 }
 
 func (l *pipeLauncher) count(id string) int {

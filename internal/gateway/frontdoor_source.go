@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,9 +27,13 @@ type FrontDoorSource interface {
 	// failover, metrics. args go to the provider as they are (raw JSON).
 	Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
 	// Prefetch learns the catalog of a COLD provider: it starts it, reads
-	// its tools and stops it again. A provider that is not COLD, or a
-	// group, is left alone.
-	Prefetch(ctx context.Context, server string) error
+	// its tools, runs whileUp (which reads the rest) and stops it again. A
+	// provider that is not COLD, or a group, is left alone.
+	Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error
+	// Extras runs f on server's backend (for a group, a member's): with
+	// start it is started if need be, like a call; without, f runs only on
+	// a backend already running, else provider.ErrNotRunning.
+	Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error
 }
 
 // Servable is one server as the front door sees it.
@@ -92,7 +97,7 @@ func (s managerSource) Call(ctx context.Context, server, tool string, args any) 
 // its catalog.
 const ReasonPrefetched = "catalog_prefetched"
 
-func (s managerSource) Prefetch(ctx context.Context, server string) error {
+func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error {
 	p, ok := s.providers.Get(server)
 	if !ok || p.State() != provider.Cold || p.Predefined() {
 		return nil
@@ -105,13 +110,34 @@ func (s managerSource) Prefetch(ctx context.Context, server string) error {
 		_ = p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, false)
 		return err
 	}
-	// A call that arrived meanwhile keeps the provider: it is in use.
-	if p.Snapshot().Inflight > 0 {
-		return nil
+	if whileUp != nil {
+		whileUp(sctx)
 	}
+	// Graceful: a call that arrived meanwhile finishes first.
 	return p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, true)
 }
 
 func sortServable(s []Servable) {
 	sort.Slice(s, func(i, j int) bool { return s[i].ID < s[j].ID })
+}
+
+func (s managerSource) Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error {
+	var candidates []*provider.Provider
+	if grp, ok := s.groups.Get(server); ok {
+		candidates = grp.Members()
+	} else if p, ok := s.providers.Get(server); ok {
+		candidates = []*provider.Provider{p}
+	} else {
+		return &provider.Error{Kind: provider.KindUnknownServer, ID: server}
+	}
+	// A running member first; else, when starting is allowed, the first.
+	for _, p := range candidates {
+		if err := p.ExtrasIfRunning(ctx, f); !errors.Is(err, provider.ErrNotRunning) {
+			return err
+		}
+	}
+	if !start || len(candidates) == 0 {
+		return provider.ErrNotRunning
+	}
+	return candidates[0].UseExtras(ctx, f)
 }

@@ -387,7 +387,10 @@ func TestFrontDoorProgressAndCancel(t *testing.T) {
 	if txt := textOf(t, res); !strings.HasPrefix(txt, "done, token hangar-") {
 		t.Errorf("result %q", txt)
 	}
-	waitFor(t, "3 progress notifications", func() bool { return len(h.notesOf("notifications/progress")) == 3 })
+	waitFor(t, "3 progress notifications", func() bool { return len(h.notesOf("notifications/progress")) >= 3 })
+	if got := h.notesOf("notifications/progress"); len(got) != 3 {
+		t.Fatalf("%d progress notifications: %+v", len(got), got)
+	}
 	for i, n := range h.notesOf("notifications/progress") {
 		f := n.Params.AdditionalFields
 		if f["progressToken"] != "caller-token" || f["progress"] != float64(i+1) || f["total"] != float64(3) || f["message"] != fmt.Sprintf("step %d", i+1) {
@@ -532,5 +535,91 @@ func TestFrontDoorPrefetch(t *testing.T) {
 	})
 	if h.l.count("a") != 1 || h.l.count("b") != 1 {
 		t.Errorf("launches a=%d b=%d, want 1 each", h.l.count("a"), h.l.count("b"))
+	}
+}
+
+// TestFrontDoorResourcesAndPrompts: a running provider's resources keep
+// their URIs (a clash goes to the first server by ID, the other is
+// reported shadowed), templates too; prompts are named like tools; reads
+// and gets reach the owner.
+func TestFrontDoorResourcesAndPrompts(t *testing.T) {
+	t.Parallel()
+	h := newFrontDoor(t, nil, nil, nil, server("a"), server("b"))
+	ctx := t.Context()
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "a"})
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "b"})
+	h.refresh(t)
+
+	res, err := h.c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+	}
+	slices.Sort(uris)
+	if want := []string{"file:///a", "file:///b", "file:///shared"}; !slices.Equal(uris, want) {
+		t.Errorf("resources %v, want %v", uris, want)
+	}
+	read := func(uri string) string {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = uri
+		r, err := h.c.ReadResource(ctx, req)
+		if err != nil {
+			t.Fatalf("read %s: %v", uri, err)
+		}
+		return r.Contents[0].(mcp.TextResourceContents).Text
+	}
+	if got := read("file:///shared"); got != "from a" {
+		t.Errorf("file:///shared read %q, want the first server's", got)
+	}
+	if got := read("file:///b"); got != "from b" {
+		t.Errorf("file:///b read %q", got)
+	}
+	if got := read("item-b://7"); got != "b item item-b://7" {
+		t.Errorf("template read %q", got)
+	}
+	d := obj(t, h.ok(t, "hangar_details", map[string]any{"mcp_server": "b"})["front_door"])
+	if sh := list(t, d["shadowed"]); len(sh) != 1 || sh[0] != "file:///shared" {
+		t.Errorf("b shadowed = %v", d["shadowed"])
+	}
+
+	prompts, err := h.c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range prompts.Prompts {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"a__greet", "b__greet"}; !slices.Equal(names, want) {
+		t.Errorf("prompts %v, want %v", names, want)
+	}
+	req := mcp.GetPromptRequest{}
+	req.Params.Name = "b__greet"
+	req.Params.Arguments = map[string]string{"who": "you"}
+	got, err := h.c.GetPrompt(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := got.Messages[0].Content.(mcp.TextContent).Text; txt != "b greets you" {
+		t.Errorf("prompt text %q", txt)
+	}
+
+	// A caller limited to a sees only a's prompts and cannot read b's
+	// resources.
+	limited := auth.WithIdentity(ctx, auth.NewIdentity("t", auth.KindToken, []string{auth.ScopeCall}, []string{"a"}))
+	var pl struct {
+		Prompts []struct{ Name string } `json:"prompts"`
+	}
+	_ = json.Unmarshal(rpc(t, limited, h.srv, "prompts/list", `{}`), &pl)
+	if len(pl.Prompts) != 1 || pl.Prompts[0].Name != "a__greet" {
+		t.Errorf("limited prompts %v", pl.Prompts)
+	}
+	out, _ := json.Marshal(h.srv.HandleMessage(limited, []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///b"}}`)))
+	if !strings.Contains(string(out), `"error"`) {
+		t.Errorf("limited caller read b's resource: %s", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,7 +114,7 @@ func (r *progressRouter) dispatch(n mcp.JSONRPCNotification) {
 func (c *Conn) prepare(ctx context.Context, req *mcp.CallToolRequest, o *CallOptions) (context.Context, func()) {
 	done := func() {}
 	if o.Meta != nil {
-		meta := &mcp.Meta{AdditionalFields: o.Meta.AdditionalFields}
+		meta := &mcp.Meta{AdditionalFields: endToEnd(o.Meta.AdditionalFields)}
 		if o.Meta.ProgressToken != nil && o.OnProgress != nil {
 			meta.ProgressToken, done = c.progress.register(o.Meta.ProgressToken, o.OnProgress)
 		}
@@ -136,4 +137,26 @@ func rawOnly(raw json.RawMessage) *mcp.CallToolResult {
 	}
 	_ = json.Unmarshal(raw, &f)
 	return &mcp.CallToolResult{IsError: f.IsError}
+}
+
+// protocolMetaPrefix marks the _meta keys of the protocol itself (the
+// caller's protocol version, client info, capabilities on 2026-07-28):
+// they describe the caller's session with the gateway, not the gateway's
+// session with the provider, and a provider rejects a call whose _meta
+// names another protocol version than its session.
+const protocolMetaPrefix = "io.modelcontextprotocol/"
+
+// endToEnd returns the _meta fields that belong to the call itself.
+func endToEnd(fields map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range fields {
+		if strings.HasPrefix(k, protocolMetaPrefix) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(fields))
+		}
+		out[k] = v
+	}
+	return out
 }

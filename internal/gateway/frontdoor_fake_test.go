@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -90,6 +91,17 @@ func providerServer(id string, extra func(*mcpserver.MCPServer)) *mcpserver.MCPS
 		}
 		return mcp.NewToolResultText(fmt.Sprintf("done, token %v", token)), nil
 	})
+	s.AddTool(mcp.NewTool("ask"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		req := mcp.CreateMessageRequest{}
+		req.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("2+2?")}}
+		req.MaxTokens = 10
+		res, err := mcpserver.ServerFromContext(ctx).RequestSampling(ctx, req)
+		if err != nil {
+			return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
+		}
+		text, _ := res.Content.(mcp.TextContent)
+		return mcp.NewToolResultText("the model said " + text.Text), nil
+	})
 	// Resources and prompts: file:///shared is offered by every server
 	// (a collision), the rest carry the server's ID.
 	for _, uri := range []string{"file:///shared", "file:///" + id} {
@@ -116,7 +128,8 @@ func providerServer(id string, extra func(*mcpserver.MCPServer)) *mcpserver.MCPS
 // variable, so two in one process would see each other's notifications.)
 type pipeBackend struct {
 	conn *mcpconn.Conn
-	hs   *httptest.Server
+	hs   *httptest.Server   // nil over stdio
+	end  context.CancelFunc // ends a stdio server
 	done chan struct{}
 	once sync.Once
 }
@@ -143,8 +156,13 @@ func (b *pipeBackend) ContainerID() string   { return "" }
 func (b *pipeBackend) Stop(context.Context) error {
 	b.once.Do(func() {
 		_ = b.conn.Close()
-		b.hs.CloseClientConnections()
-		b.hs.Close()
+		if b.hs != nil {
+			b.hs.CloseClientConnections()
+			b.hs.Close()
+		}
+		if b.end != nil {
+			b.end()
+		}
 		close(b.done)
 	})
 	return nil
@@ -155,6 +173,10 @@ var _ provider.Extras = (*pipeBackend)(nil)
 // pipeLauncher launches providerServers.
 type pipeLauncher struct {
 	extra map[string]func(*mcpserver.MCPServer)
+	// stdio serves over pipes instead of HTTP: server-to-client requests
+	// need it (mcp-go's HTTP server sends them on a GET stream only). At
+	// most one stdio server may run in the process at a time.
+	stdio bool
 
 	mu       sync.Mutex
 	launches map[string]int
@@ -171,6 +193,9 @@ func (l *pipeLauncher) Launch(ctx context.Context, s *config.Server) (provider.B
 	l.launches[s.ID]++
 	l.running[s.ID] = srv
 	l.mu.Unlock()
+	if l.stdio {
+		return launchStdio(ctx, srv)
+	}
 	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
 	tr, err := mcpconn.HTTP(hs.URL+"/mcp", nil, nil)
 	if err != nil {
@@ -209,4 +234,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func launchStdio(ctx context.Context, srv *mcpserver.MCPServer) (provider.Backend, error) {
+	toServerR, toServerW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	life, end := context.WithCancel(context.Background())
+	go func() {
+		_ = mcpserver.NewStdioServer(srv).Listen(life, toServerR, toClientW)
+		_ = toClientW.Close()
+	}()
+	go func() {
+		<-life.Done()
+		_ = toServerW.Close()
+		_ = toServerR.Close()
+	}()
+	conn, err := mcpconn.Connect(ctx, mcpconn.Stdio(toClientR, toServerW), mcpconn.ProtocolLegacy)
+	if err != nil {
+		end()
+		return nil, err
+	}
+	return &pipeBackend{conn: conn, end: end, done: make(chan struct{})}, nil
 }

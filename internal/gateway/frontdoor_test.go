@@ -37,6 +37,12 @@ type fdHarness struct {
 
 func newFrontDoor(t *testing.T, l *pipeLauncher, st store.Catalogs, tune func(*config.Config), servers ...*config.Server) *fdHarness {
 	t.Helper()
+	return newFrontDoorWith(t, l, st, tune, nil, servers...)
+}
+
+// newFrontDoorWith is newFrontDoor with options for the test's client.
+func newFrontDoorWith(t *testing.T, l *pipeLauncher, st store.Catalogs, tune func(*config.Config), copts []client.ClientOption, servers ...*config.Server) *fdHarness {
+	t.Helper()
 	if l == nil {
 		l = newPipeLauncher()
 	}
@@ -63,7 +69,7 @@ func newFrontDoor(t *testing.T, l *pipeLauncher, st store.Catalogs, tune func(*c
 	if g.FrontDoor != nil {
 		g.FrontDoor.Catalogs = st
 	}
-	c, err := client.NewInProcessClient(srv)
+	c, err := client.NewInProcessClientWithOptions(srv, copts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +162,7 @@ func providerNames(tools map[string]map[string]json.RawMessage) []string {
 	return out
 }
 
-var providerTools = []string{"echo_raw", "kitchen_sink", "slow"}
+var providerTools = []string{"ask", "echo_raw", "kitchen_sink", "slow"}
 
 func prefixed(prefix string, names ...string) []string {
 	out := make([]string, len(names))
@@ -232,8 +238,8 @@ func TestFrontDoorPolicies(t *testing.T) {
 		tune func(*config.Config)
 		want []string
 	}{
-		{"prefixed", nil, []string{"pool__echo_raw", "pool__kitchen_sink", "pool__slow", "pre__sum", "rn__sum"}},
-		{"flat", func(c *config.Config) { c.FrontDoor.Naming = config.NamingFlat }, []string{"echo_raw", "kitchen_sink", "slow",
+		{"prefixed", nil, []string{"pool__ask", "pool__echo_raw", "pool__kitchen_sink", "pool__slow", "pre__sum", "rn__sum"}},
+		{"flat", func(c *config.Config) { c.FrontDoor.Naming = config.NamingFlat }, []string{"ask", "echo_raw", "kitchen_sink", "slow",
 			// pre and renamed both offer "sum": neither keeps the plain name.
 			"sum_" + hashOf("pre", "sum"), "sum_" + hashOf("renamed", "sum")}},
 		{"egress", func(c *config.Config) { c.ToolAccess.Mode = config.AccessEgress }, nil},
@@ -264,7 +270,7 @@ func TestFrontDoorPolicies(t *testing.T) {
 				t.Errorf("hidden front_door = %v", d)
 			}
 			d = obj(t, h.ok(t, "hangar_details", map[string]any{"mcp_server": "pool"})["front_door"])
-			if d["catalog_version"] == nil || len(list(t, d["tools"])) != 3 {
+			if d["catalog_version"] == nil || len(list(t, d["tools"])) != len(providerTools) {
 				t.Errorf("pool front_door = %v", d)
 			}
 		})
@@ -621,5 +627,47 @@ func TestFrontDoorResourcesAndPrompts(t *testing.T) {
 	out, _ := json.Marshal(h.srv.HandleMessage(limited, []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///b"}}`)))
 	if !strings.Contains(string(out), `"error"`) {
 		t.Errorf("limited caller read b's resource: %s", out)
+	}
+}
+
+// sampler answers sampling requests like a model would.
+type sampler struct{}
+
+func (sampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	q := req.Messages[0].Content.(mcp.TextContent).Text
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("4, to " + q)},
+		Model:           "test-model",
+	}, nil
+}
+
+// TestFrontDoorSamplingRelayed: a provider's sampling request during a
+// call reaches the calling client when it declared sampling, and is
+// refused with a clear error when it did not.
+//
+// Not parallel, nor its cases: the provider is served over stdio, and
+// mcp-go keeps one stdio session per process.
+func TestFrontDoorSamplingRelayed(t *testing.T) {
+	tests := []struct {
+		name  string
+		copts []client.ClientOption
+		want  string
+		isErr bool
+	}{
+		{"client samples", []client.ClientOption{client.WithSamplingHandler(sampler{})}, "the model said 4, to 2+2?", false},
+		{"client cannot sample", nil, "did not declare the sampling capability", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newPipeLauncher()
+			l.stdio = true
+			h := newFrontDoorWith(t, l, nil, nil, tt.copts, server("p"))
+			h.ok(t, "hangar_start", map[string]any{"mcp_server": "p"})
+			h.refresh(t)
+			res := h.call(t, "p__ask", nil)
+			if got := textOf(t, res); res.IsError != tt.isErr || !strings.Contains(got, tt.want) {
+				t.Errorf("p__ask = %q (error %v), want %q", got, res.IsError, tt.want)
+			}
+		})
 	}
 }

@@ -36,10 +36,13 @@ type Conn struct {
 	// progress routes the provider's progress notifications to the calls
 	// forwarded with a progress token.
 	progress *progressRouter
+	// relay passes the provider's sampling, elicitation and roots requests
+	// on to the client whose call is in flight.
+	relay *relayHub
 }
 
-func newConn(c *client.Client, tap tapped) *Conn {
-	conn := &Conn{c: c, tr: tap, proto: c.ProtocolVersion(), progress: &progressRouter{}}
+func newConn(c *client.Client, tap tapped, relay *relayHub) *Conn {
+	conn := &Conn{c: c, tr: tap, proto: c.ProtocolVersion(), progress: &progressRouter{}, relay: relay}
 	c.OnNotification(conn.progress.dispatch)
 	return conn
 }
@@ -117,10 +120,12 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 		protocol = ProtocolAuto
 	}
 	var firstErr error
+	relay := &relayHub{}
+	handlers := []client.ClientOption{client.WithSamplingHandler(relay), client.WithElicitationHandler(relay), client.WithRootsHandler(relay)}
 	if protocol != ProtocolModern {
-		c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+		c := client.NewClient(tr, append(handlers, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))...)
 		if err := initialize(ctx, c); err == nil {
-			return newConn(c, tap), nil
+			return newConn(c, tap, relay), nil
 		} else if protocol == ProtocolLegacy || !tap.state().initRejected.Load() {
 			_ = tr.Close()
 			return nil, fmt.Errorf("initialize: %w", err)
@@ -128,7 +133,7 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 			firstErr = err
 		}
 	}
-	c := client.NewClient(tr, client.WithDiscoverTimeout(-1))
+	c := client.NewClient(tr, append(handlers, client.WithDiscoverTimeout(-1))...)
 	if err := initialize(ctx, c); err != nil {
 		_ = tr.Close()
 		if firstErr != nil {
@@ -140,7 +145,7 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 		_ = tr.Close()
 		return nil, fmt.Errorf("server/discover: server does not speak the %s protocol", mcp.LATEST_PROTOCOL_VERSION)
 	}
-	return newConn(c, tap), nil
+	return newConn(c, tap, relay), nil
 }
 
 func initialize(ctx context.Context, c *client.Client) error {
@@ -211,6 +216,7 @@ func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallTo
 	req.Params.Arguments = args
 	o := callOptions(ctx)
 	if o == nil {
+		defer c.relay.add(nil)()
 		return c.c.CallTool(ctx, req)
 	}
 	ctx, done := c.prepare(ctx, &req, o)

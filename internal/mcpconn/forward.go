@@ -32,6 +32,9 @@ type CallOptions struct {
 	OnProgress func(params map[string]any)
 	// Raw receives the raw result of the call when it succeeds.
 	Raw *json.RawMessage
+	// Relay answers the provider's sampling, elicitation and roots
+	// requests during the call; nil refuses them.
+	Relay Relay
 }
 
 type callOptsKey struct{}
@@ -122,6 +125,9 @@ func (c *Conn) prepare(ctx context.Context, req *mcp.CallToolRequest, o *CallOpt
 			req.Params.Meta = meta
 		}
 	}
+	undo := c.relay.add(o.Relay)
+	prev := done
+	done = func() { undo(); prev() }
 	if o.Raw != nil {
 		*o.Raw = (*o.Raw)[:0]
 		ctx = withRawSink(ctx, o.Raw)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -469,4 +470,35 @@ mcp_servers:
 	waitFor(t, 15*time.Second, "kit COLD with no container", func() bool {
 		return s.providerState(t, "kit") == "cold" && countContainers(t, g.Instance, "kit") == 0
 	})
+}
+
+// itSampler is the test client's "model".
+type itSampler struct{}
+
+func (itSampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	text, _ := mcp.AsTextContent(req.Messages[0].Content)
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("echoing " + text.Text)},
+		Model:           "it-model",
+	}, nil
+}
+
+// A provider's sampling request during a call by callable name is answered
+// by the calling client when it can sample, and refused clearly when not.
+func TestFrontDoorSamplingRelayed(t *testing.T) {
+	g := startGateway(t, testkitConfig)
+	c := newRawClient(t, g.MCPURL)
+	withModel := connect(t, g.MCPURL, mcpclient.WithSamplingHandler(itSampler{}))
+	withModel.mustCall(t, "hangar_start", map[string]any{"mcp_server": "testkit"})
+	c.waitListed(t, "testkit__sample")
+
+	_, isErr, text := withModel.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
+	if isErr || text != "model it-model said: echoing hi" {
+		t.Errorf("with a model: %q (error %v)", text, isErr)
+	}
+	plain := connect(t, g.MCPURL)
+	_, isErr, text = plain.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
+	if !isErr || !strings.Contains(text, "did not declare the sampling capability") {
+		t.Errorf("without a model: %q (error %v)", text, isErr)
+	}
 }

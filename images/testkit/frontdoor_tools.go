@@ -58,6 +58,28 @@ func registerFrontDoorTools(s *server.MCPServer) {
 		return res, nil
 	})
 
+	s.AddTool(mcp.NewTool("sample",
+		mcp.WithDescription("Ask the client's model (sampling/createMessage) and answer what it said"),
+		mcp.WithString("prompt", mcp.Required()),
+	), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		prompt, err := req.RequireString("prompt")
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		sreq := mcp.CreateMessageRequest{}
+		sreq.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}}
+		sreq.MaxTokens = 100
+		res, err := server.ServerFromContext(ctx).RequestSampling(ctx, sreq)
+		if err != nil {
+			return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
+		}
+		text, _ := mcp.AsTextContent(res.Content)
+		if text == nil {
+			return mcp.NewToolResultError("sampling answered no text"), nil
+		}
+		return mcp.NewToolResultText("model " + res.Model + " said: " + text.Text), nil
+	})
+
 	s.AddTool(mcp.NewTool(longToolName,
 		mcp.WithDescription("Answer \"long\"; its name is 70 characters"),
 	), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

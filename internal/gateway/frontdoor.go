@@ -72,6 +72,9 @@ type FrontDoor struct {
 	extras    map[string]extras // by server ID, read while it ran
 	extrasKey map[string]string // server → image and catalog version extras were read for
 	extrasSig string            // what is served now, to skip no-op changes
+	// extrasSaved is, by server, the catalog version and extras hash last
+	// stored.
+	extrasSaved map[string]string
 }
 
 // NewFrontDoor returns a front door over src; Attach gives it its server.
@@ -94,6 +97,8 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 		hidden:    map[string]bool{},
 		extras:    map[string]extras{},
 		extrasKey: map[string]string{},
+
+		extrasSaved: map[string]string{},
 	}
 }
 
@@ -281,7 +286,7 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (catalog, bool) 
 		c := catalog{Version: v, Image: img, Tools: sv.Tools}
 		f.cache[sv.ID] = c
 		if !sv.Predefined {
-			if err := saveCatalog(ctx, f.Catalogs, sv.ID, c); err != nil {
+			if err := saveCatalog(ctx, f.Catalogs, sv.ID, c, nil); err != nil {
 				f.log.Warn("catalog not stored", FieldServer, sv.ID, FieldError, err)
 			}
 		}
@@ -295,7 +300,7 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (catalog, bool) 
 		return catalog{}, false
 	}
 	f.looked[key] = true
-	c, ok, err := loadCatalog(ctx, f.Catalogs, sv.ID, img)
+	c, x, ok, err := loadCatalog(ctx, f.Catalogs, sv.ID, img)
 	if err != nil {
 		f.log.Warn("stored catalog not read", FieldServer, sv.ID, FieldError, err)
 	}
@@ -303,6 +308,14 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (catalog, bool) 
 		return catalog{}, false
 	}
 	f.cache[sv.ID] = c
+	if x != nil {
+		f.extrasMu.Lock()
+		if _, known := f.extras[sv.ID]; !known {
+			f.extras[sv.ID] = *x
+		}
+		f.extrasMu.Unlock()
+		f.extrasSaved[sv.ID] = c.Version + "\x00" + extrasHash(*x)
+	}
 	return c, true
 }
 

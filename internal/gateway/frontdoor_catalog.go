@@ -27,9 +27,11 @@ type catalog struct {
 	Tools   []mcpconn.Tool
 }
 
-// storedCatalog is the JSON kept in store.CachedCatalog.Catalog.
+// storedCatalog is the JSON kept in store.CachedCatalog.Catalog: the
+// tools, and the resources, templates and prompts when they were read.
 type storedCatalog struct {
-	Tools []mcpconn.Tool `json:"tools"`
+	Tools  []mcpconn.Tool `json:"tools"`
+	Extras *extras        `json:"extras,omitempty"`
 }
 
 // catalogVersion hashes a catalog; the same tools give the same version.
@@ -61,35 +63,38 @@ const storeTimeout = 5 * time.Second
 
 // loadCatalog returns the stored catalog of server when it was read from
 // the same image.
-func loadCatalog(ctx context.Context, st store.Catalogs, server, image string) (catalog, bool, error) {
+func loadCatalog(ctx context.Context, st store.Catalogs, server, image string) (catalog, *extras, bool, error) {
 	if st == nil {
-		return catalog{}, false, nil
+		return catalog{}, nil, false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	c, err := st.Catalog(ctx, server)
 	if errors.Is(err, store.ErrNotFound) {
-		return catalog{}, false, nil
+		return catalog{}, nil, false, nil
 	}
 	if err != nil {
-		return catalog{}, false, err
+		return catalog{}, nil, false, err
 	}
 	if c.ImageDigest != image {
-		return catalog{}, false, nil
+		return catalog{}, nil, false, nil
 	}
 	var sc storedCatalog
 	if err := json.Unmarshal(c.Catalog, &sc); err != nil {
-		return catalog{}, false, err
+		return catalog{}, nil, false, err
 	}
-	return catalog{Version: c.Version, Image: c.ImageDigest, Tools: sc.Tools}, len(sc.Tools) > 0, nil
+	if sc.Extras != nil {
+		sc.Extras.Image = image
+	}
+	return catalog{Version: c.Version, Image: c.ImageDigest, Tools: sc.Tools}, sc.Extras, len(sc.Tools) > 0, nil
 }
 
-// saveCatalog keeps c as server's catalog.
-func saveCatalog(ctx context.Context, st store.Catalogs, server string, c catalog) error {
+// saveCatalog keeps c (and x, when known) as server's catalog.
+func saveCatalog(ctx context.Context, st store.Catalogs, server string, c catalog, x *extras) error {
 	if st == nil {
 		return nil
 	}
-	b, err := json.Marshal(storedCatalog{Tools: c.Tools})
+	b, err := json.Marshal(storedCatalog{Tools: c.Tools, Extras: x})
 	if err != nil {
 		return err
 	}

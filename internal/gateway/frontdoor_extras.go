@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,6 +103,24 @@ func (f *FrontDoor) refreshExtras(ctx context.Context, servables []Servable) {
 		all[k] = v
 	}
 	f.extrasMu.Unlock()
+
+	// Keep what was read, with the tools, for the next boot.
+	for _, sv := range servables {
+		x, ok := all[sv.ID]
+		c, known := f.cache[sv.ID]
+		if !ok || !known || sv.Predefined {
+			continue
+		}
+		key := c.Version + "\x00" + extrasHash(x)
+		if f.extrasSaved[sv.ID] == key {
+			continue
+		}
+		if err := saveCatalog(ctx, f.Catalogs, sv.ID, c, &x); err != nil {
+			f.log.Warn("catalog not stored", FieldServer, sv.ID, FieldError, err)
+			continue
+		}
+		f.extrasSaved[sv.ID] = key
+	}
 
 	view := extrasView{resourceOwner: map[string]string{}, templateOwner: map[string]string{}, shadowed: map[string][]string{},
 		prompts: map[string]*binding{}, promptsOf: map[string][]*binding{}}
@@ -224,6 +244,13 @@ func (f *FrontDoor) refreshExtras(ctx context.Context, servables []Servable) {
 	f.srv.SetResources(res...)
 	f.srv.SetResourceTemplates(tpl...)
 	f.srv.SetPrompts(prompts...)
+}
+
+// extrasHash identifies a set of extras.
+func extrasHash(x extras) string {
+	b, _ := json.Marshal(x)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -504,6 +504,10 @@ func TestFrontDoorCatalogSurvivesRestart(t *testing.T) {
 	if n := second.l.count("p"); n != 0 {
 		t.Errorf("started %d times", n)
 	}
+	// Resources and prompts came back too.
+	if p, err := second.c.ListPrompts(t.Context(), mcp.ListPromptsRequest{}); err != nil || len(p.Prompts) != 1 || p.Prompts[0].Name != "p__greet" {
+		t.Errorf("prompts after restart: %+v, %v", p, err)
+	}
 	// Callable without a prior start: the call starts it.
 	res := second.call(t, "p__slow", nil)
 	if res.IsError {

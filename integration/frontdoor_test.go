@@ -492,3 +492,76 @@ func TestFrontDoorSamplingRefused(t *testing.T) {
 		t.Errorf("without a model: %q (error %v)", text, isErr)
 	}
 }
+
+// mcp-go's examples/everything, a server hangar's authors did not write,
+// through the front door: its long-running tool reports progress to the
+// caller (it fails without a progressToken's _meta, which the gateway
+// used to drop), its resources and prompts are listed and served.
+func TestFrontDoorThirdPartyEverything(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  everything:
+    mode: docker
+    image: mcp-hangar/everything:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	s := connect(t, g.MCPURL)
+	var mu sync.Mutex
+	var progress []map[string]any
+	s.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			mu.Lock()
+			progress = append(progress, n.Params.AdditionalFields)
+			mu.Unlock()
+		}
+	})
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "everything"})
+	c.waitListed(t, "everything__longRunningOperation")
+
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "everything__longRunningOperation"
+	req.Params.Arguments = map[string]any{"duration": 0.6, "steps": 3}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "ev-1"}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := s.CallTool(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := mcp.AsTextContent(res.Content[0]); res.IsError || !strings.HasPrefix(text.Text, "Long running operation completed") {
+		t.Errorf("longRunningOperation = %+v", res)
+	}
+	mu.Lock()
+	if len(progress) != 3 {
+		t.Errorf("%d progress notifications, want 3: %v", len(progress), progress)
+	}
+	for _, p := range progress {
+		if p["progressToken"] != "ev-1" {
+			t.Errorf("progress with token %v, want the caller's", p["progressToken"])
+		}
+	}
+	mu.Unlock()
+
+	// Resources and prompts of the running server.
+	waitFor(t, 15*time.Second, "everything's resources listed", func() bool {
+		r, err := s.ListResources(ctx, mcp.ListResourcesRequest{})
+		return err == nil && slices.ContainsFunc(r.Resources, func(r mcp.Resource) bool { return r.URI == "test://static/resource" })
+	})
+	rr := mcp.ReadResourceRequest{}
+	rr.Params.URI = "test://static/resource"
+	read, err := s.ReadResource(ctx, rr)
+	if err != nil || len(read.Contents) == 0 {
+		t.Errorf("read test://static/resource: %+v, %v", read, err)
+	}
+	prompts, err := s.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || !slices.ContainsFunc(prompts.Prompts, func(p mcp.Prompt) bool { return p.Name == "everything__simple_prompt" }) {
+		t.Fatalf("prompts: %+v, %v", prompts, err)
+	}
+	gp := mcp.GetPromptRequest{}
+	gp.Params.Name = "everything__simple_prompt"
+	got, err := s.GetPrompt(ctx, gp)
+	if err != nil || len(got.Messages) == 0 {
+		t.Errorf("get simple_prompt: %+v, %v", got, err)
+	}
+}

@@ -31,6 +31,7 @@ var requiredImages = []string{
 	"mcp-hangar/gateway:dev",
 	"mcp-hangar/math:dev",
 	"mcp-hangar/testkit:dev",
+	"mcp-hangar/everything:dev",
 }
 
 // Set by TestMain.

@@ -219,9 +219,12 @@ func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallTo
 		defer c.relay.add(nil)()
 		return c.c.CallTool(ctx, req)
 	}
-	ctx, done := c.prepare(ctx, &req, o)
+	ctx, settle, done := c.prepare(ctx, &req, o)
 	defer done()
 	res, err := c.c.CallTool(ctx, req)
+	if err == nil {
+		settle()
+	}
 	if err != nil && o.Raw != nil && len(*o.Raw) > 0 {
 		// The provider answered; only decoding it failed, and the caller
 		// forwards the raw answer.

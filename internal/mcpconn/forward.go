@@ -60,6 +60,38 @@ type progressRouter struct {
 type progressCall struct {
 	token any // the caller's own token
 	send  func(map[string]any)
+	// seen gets a value for each notification routed, true once one says
+	// the work is complete (progress = total).
+	seen chan bool
+}
+
+// progressSettle bounds how long a call's result waits for the provider's
+// last progress: servers that queue notifications apart from responses
+// (mcp-go's stdio server) write the final progress just after the result,
+// and a client whose request stream has ended would never get it.
+const progressSettle = 100 * time.Millisecond
+
+// settle waits until the call's final progress was routed, or a moment
+// passed without it.
+func (r *progressRouter) settle(tok string) {
+	r.mu.Lock()
+	call, ok := r.calls[tok]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	t := time.NewTimer(progressSettle)
+	defer t.Stop()
+	for {
+		select {
+		case done := <-call.seen:
+			if done {
+				return
+			}
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // progressGrace is how long a call's token is still routed after the call
@@ -75,7 +107,7 @@ func (r *progressRouter) register(token any, send func(map[string]any)) (string,
 	if r.calls == nil {
 		r.calls = map[string]progressCall{}
 	}
-	r.calls[tok] = progressCall{token: token, send: send}
+	r.calls[tok] = progressCall{token: token, send: send, seen: make(chan bool, 64)}
 	r.mu.Unlock()
 	return tok, func() {
 		time.AfterFunc(progressGrace, func() {
@@ -106,20 +138,30 @@ func (r *progressRouter) dispatch(n mcp.JSONRPCNotification) {
 		params[k] = v
 	}
 	params["progressToken"] = call.token
-	if n.Params.Meta != nil {
+	if len(n.Params.Meta) > 0 {
 		params["_meta"] = n.Params.Meta
 	}
 	call.send(params)
+	progress, _ := n.Params.AdditionalFields["progress"].(float64)
+	total, hasTotal := n.Params.AdditionalFields["total"].(float64)
+	select {
+	case call.seen <- hasTotal && progress >= total:
+	default:
+	}
 }
 
-// prepare applies o to req and returns the context to send it with and a
-// function to call when the call is over.
-func (c *Conn) prepare(ctx context.Context, req *mcp.CallToolRequest, o *CallOptions) (context.Context, func()) {
-	done := func() {}
+// prepare applies o to req and returns the context to send it with, a
+// function to call when the result is in (before it is returned), and one
+// to call when the call is over.
+func (c *Conn) prepare(ctx context.Context, req *mcp.CallToolRequest, o *CallOptions) (context.Context, func(), func()) {
+	done, settle := func() {}, func() {}
 	if o.Meta != nil {
 		meta := &mcp.Meta{AdditionalFields: endToEnd(o.Meta.AdditionalFields)}
 		if o.Meta.ProgressToken != nil && o.OnProgress != nil {
-			meta.ProgressToken, done = c.progress.register(o.Meta.ProgressToken, o.OnProgress)
+			var tok string
+			tok, done = c.progress.register(o.Meta.ProgressToken, o.OnProgress)
+			meta.ProgressToken = tok
+			settle = func() { c.progress.settle(tok) }
 		}
 		if meta.ProgressToken != nil || len(meta.AdditionalFields) > 0 {
 			req.Params.Meta = meta
@@ -132,7 +174,7 @@ func (c *Conn) prepare(ctx context.Context, req *mcp.CallToolRequest, o *CallOpt
 		*o.Raw = (*o.Raw)[:0]
 		ctx = withRawSink(ctx, o.Raw)
 	}
-	return ctx, done
+	return ctx, settle, done
 }
 
 // rawOnly stands for a result the client could not decode (a content type

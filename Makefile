@@ -2,7 +2,7 @@
 # every image is FROM scratch around a static binary built on this host.
 
 GO        ?= go
-IMAGES    := gateway math testkit everything
+IMAGES    := gateway math testkit everything gosdk-everything
 GOFLAGS_STATIC := CGO_ENABLED=0
 COMPOSE   := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; else echo docker-compose; fi)
 TEST_TIMEOUT ?= 15m
@@ -42,6 +42,15 @@ build/everything/everything: FORCE
 
 image-everything: build/everything/everything
 	docker build -q -t mcp-hangar/everything:dev -f images/everything/Dockerfile build/everything
+
+# The official Go SDK's everything example; images/gosdk-everything is a
+# module of its own that pins the SDK.
+build/gosdk-everything/gosdk-everything: FORCE
+	@mkdir -p build/gosdk-everything
+	cd images/gosdk-everything && $(GOFLAGS_STATIC) $(GO) build -trimpath -o $(CURDIR)/$@ github.com/modelcontextprotocol/go-sdk/examples/server/everything
+
+image-gosdk-everything: build/gosdk-everything/gosdk-everything
+	docker build -q -t mcp-hangar/gosdk-everything:dev -f images/gosdk-everything/Dockerfile build/gosdk-everything
 
 images: $(IMAGES:%=image-%)
 

@@ -565,3 +565,69 @@ mcp_servers:
 		t.Errorf("get simple_prompt: %+v, %v", got, err)
 	}
 }
+
+// The official Go SDK's everything example through the front door: tool
+// names with spaces and parentheses become callable names, structured
+// output comes back unchanged, its prompts and resources are served.
+func TestFrontDoorThirdPartyGoSDK(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  gosdk:
+    mode: docker
+    image: mcp-hangar/gosdk-everything:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	s := connect(t, g.MCPURL)
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "gosdk"})
+	// "greet (structured)" sanitised.
+	c.waitListed(t, "gosdk__greet__structured_")
+	res := c.rpc(t, "tools/call", `{"name":"gosdk__greet__structured_","arguments":{"name":"hangar"}}`)
+	if !bytes.Contains(res, []byte(`"structuredContent":{"message":"Hi hangar"}`)) {
+		t.Errorf("greet (structured) = %s", res)
+	}
+	d := s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "gosdk"})
+	fd, _ := d["front_door"].(map[string]any)
+	found := false
+	for _, b := range fd["tools"].([]any) {
+		if m := b.(map[string]any); m["callable"] == "gosdk__greet__structured_" && m["tool"] == "greet (structured)" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("binding for greet (structured) not in %v", fd["tools"])
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	waitFor(t, 15*time.Second, "gosdk's prompts listed", func() bool {
+		p, err := s.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		return err == nil && slices.ContainsFunc(p.Prompts, func(p mcp.Prompt) bool { return p.Name == "gosdk__greet" })
+	})
+	gp := mcp.GetPromptRequest{}
+	gp.Params.Name = "gosdk__greet"
+	gp.Params.Arguments = map[string]string{"name": "hangar"}
+	if got, err := s.GetPrompt(ctx, gp); err != nil || len(got.Messages) == 0 {
+		t.Errorf("get greet: %+v, %v", got, err)
+	}
+	rr := mcp.ReadResourceRequest{}
+	rr.Params.URI = "embedded:info"
+	if read, err := s.ReadResource(ctx, rr); err != nil || len(read.Contents) == 0 {
+		t.Errorf("read embedded:info: %+v, %v", read, err)
+	}
+	// Its two resources share one URI: one keeps it, the other is shadowed
+	// within the same server and so not listed twice.
+	r, err := s.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, res := range r.Resources {
+		if res.URI == "embedded:info" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("embedded:info listed %d times", n)
+	}
+}

@@ -47,7 +47,9 @@ type extrasView struct {
 	promptsOf     map[string][]*binding // by server
 }
 
-// fetchExtras reads the lists of a running server; nothing is started.
+// fetchExtras reads the lists of a running server; nothing is started. It
+// reports whether the server was there to ask (a server whose lists fail
+// is not asked again until its catalog changes).
 func (f *FrontDoor) fetchExtras(ctx context.Context, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, extrasTimeout)
 	defer cancel()
@@ -66,11 +68,13 @@ func (f *FrontDoor) fetchExtras(ctx context.Context, id string) bool {
 		return nil
 	})
 	switch {
-	case errors.Is(err, provider.ErrNotRunning), errors.Is(err, provider.ErrNoExtras):
+	case errors.Is(err, provider.ErrNotRunning):
 		return false
+	case errors.Is(err, provider.ErrNoExtras):
+		return true
 	case err != nil:
 		f.log.Warn("resources and prompts not read", FieldServer, id, FieldError, err)
-		return false
+		return true
 	}
 	f.extrasMu.Lock()
 	f.extras[id] = x

@@ -68,11 +68,19 @@ func (c *Conn) ListAll(ctx context.Context, kind string) ([]json.RawMessage, err
 		if err != nil {
 			return nil, err
 		}
-		var page map[string][]json.RawMessage
+		// Other fields of the result (ttl, _meta, nextCursor) are not
+		// items.
+		var page map[string]json.RawMessage
+		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &page); err != nil {
 			return nil, fmt.Errorf("decode %s list: %w", kind, err)
 		}
-		out = append(out, page[kind]...)
+		if len(page[kind]) > 0 {
+			if err := json.Unmarshal(page[kind], &items); err != nil {
+				return nil, fmt.Errorf("decode %s list: %w", kind, err)
+			}
+		}
+		out = append(out, items...)
 		if next == "" {
 			return out, nil
 		}

@@ -2,7 +2,7 @@
 # every image is FROM scratch around a static binary built on this host.
 
 GO        ?= go
-IMAGES    := gateway math testkit
+IMAGES    := gateway math testkit everything gosdk-everything
 GOFLAGS_STATIC := CGO_ENABLED=0
 COMPOSE   := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; else echo docker-compose; fi)
 TEST_TIMEOUT ?= 15m
@@ -33,6 +33,24 @@ image-math: build/math/bin
 
 image-testkit: build/testkit/bin
 	docker build -q -t mcp-hangar/testkit:dev -f images/testkit/Dockerfile build/testkit
+
+# A third-party server from a Go module (mcp-go's examples/everything), for
+# the front door's tests; built from the module cache, nothing pulled.
+build/everything/everything: FORCE
+	@mkdir -p build/everything
+	$(GOFLAGS_STATIC) $(GO) build -trimpath -o $@ github.com/mark3labs/mcp-go/examples/everything
+
+image-everything: build/everything/everything
+	docker build -q -t mcp-hangar/everything:dev -f images/everything/Dockerfile build/everything
+
+# The official Go SDK's everything example; images/gosdk-everything is a
+# module of its own that pins the SDK.
+build/gosdk-everything/gosdk-everything: FORCE
+	@mkdir -p build/gosdk-everything
+	cd images/gosdk-everything && $(GOFLAGS_STATIC) $(GO) build -trimpath -o $(CURDIR)/$@ github.com/modelcontextprotocol/go-sdk/examples/server/everything
+
+image-gosdk-everything: build/gosdk-everything/gosdk-everything
+	docker build -q -t mcp-hangar/gosdk-everything:dev -f images/gosdk-everything/Dockerfile build/gosdk-everything
 
 images: $(IMAGES:%=image-%)
 

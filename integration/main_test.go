@@ -32,6 +32,8 @@ var requiredImages = []string{
 	"mcp-hangar/gateway:dev",
 	"mcp-hangar/math:dev",
 	"mcp-hangar/testkit:dev",
+	"mcp-hangar/everything:dev",
+	"mcp-hangar/gosdk-everything:dev",
 }
 
 // Set by TestMain.

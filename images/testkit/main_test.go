@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -375,5 +377,53 @@ func TestParseFlagsWriteOnStart(t *testing.T) {
 	cfg, err := parseFlags([]string{"--write-on-start", "/state.txt"})
 	if err != nil || cfg.writeOnStart != "/state.txt" {
 		t.Errorf("parseFlags = %+v, %v; want writeOnStart /state.txt", cfg, err)
+	}
+}
+
+func TestProgressTool(t *testing.T) {
+	c := newClient(t)
+	var mu sync.Mutex
+	var got []string
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) && n.Params.AdditionalFields["progressToken"] == "tk" {
+			mu.Lock()
+			got = append(got, fmt.Sprint(n.Params.AdditionalFields["progress"]))
+			mu.Unlock()
+		}
+	})
+	var req mcp.CallToolRequest
+	req.Params.Name = "progress"
+	req.Params.Arguments = map[string]any{"steps": 2, "delay_ms": 1}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "tk"}
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := mcp.AsTextContent(res.Content[0]); text.Text != "done 2 steps, token given: true" {
+		t.Errorf("progress = %q", text.Text)
+	}
+	if string(res.RawStructuredContent) != `{"steps":2,"big":12345678901234567890123}` {
+		t.Errorf("structuredContent = %s", res.RawStructuredContent)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0] != "1" || got[1] != "2" {
+		t.Errorf("progress notifications %v, want [1 2]", got)
+	}
+	if len(longToolName) != 70 {
+		t.Errorf("longToolName is %d characters", len(longToolName))
+	}
+	if text, _ := callTool(t, c, longToolName, nil); text != "long" {
+		t.Errorf("%s = %q", longToolName, text)
 	}
 }

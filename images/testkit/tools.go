@@ -161,6 +161,8 @@ func registerTools(s *server.MCPServer) {
 		}
 		return mcp.NewToolResultText(string(args)), nil
 	})
+
+	registerFrontDoorTools(s)
 }
 
 // requireCount reads a required argument that must be a whole number from 0

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcp-hangar/hangar/internal/backend"
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
@@ -231,6 +232,14 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.MCP = a.Gateway.MCPServer()
 	a.Manage.Notifier.Attach(a.MCP)
 	a.goOwned(func() { a.Manage.Run(ctx, sink) })
+	if fd := a.Gateway.FrontDoor; fd != nil {
+		// Cached catalogs survive restarts; every catalog change (a server
+		// added, removed, approved, unloaded, its policy changed) is one
+		// refresh, so clients get one list_changed for it.
+		fd.Catalogs = a.Store
+		unsubscribe := a.Gateway.Catalog.Subscribe(func(catalog.Batch) { fd.Kick() })
+		a.goOwned(func() { fd.Run(ctx); unsubscribe() })
+	}
 
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
@@ -268,7 +277,18 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 		AllowSubprocess: cfg.Install.AllowSubprocess,
 		Execution:       cfg.Execution,
 		ReadFile:        os.ReadFile,
+		OnChanged: func() {
+			if fd := a.Gateway.FrontDoor; fd != nil {
+				fd.Kick()
+			}
+		},
 	}, log)
+	// allow_implicit_invocation decides whether the front door lists an
+	// installed server's tools.
+	a.Gateway.Exposed = func(id string) (bool, bool) {
+		p, ok := svc.Policy(id)
+		return p.AllowImplicitInvocation, ok
+	}
 	a.Gateway.Management = svc
 	a.Gateway.Refuse = svc.Refuse
 	a.Gateway.Hooks = svc.Notifier.Hooks()

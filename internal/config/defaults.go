@@ -55,8 +55,10 @@ func defaults() *Config {
 		},
 		// DataDir "" is resolved at start-up (ResolveDataDir), since the
 		// default depends on the instance name.
-		Images: Images{Pull: PullIfNotPresent, AllowedRegistries: []string{"*"}},
-		HTTP:   defaultHTTPServer(),
+		Images:     Images{Pull: PullIfNotPresent, AllowedRegistries: []string{"*"}},
+		HTTP:       defaultHTTPServer(),
+		ToolAccess: ToolAccess{Mode: AccessFrontDoor},
+		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true},
 	}
 }
 

@@ -234,8 +234,10 @@ data_dir: /var/lib/hangar
 		},
 		Images: Images{Pull: PullAlways, AllowedRegistries: []string{"127.0.0.1:*", "docker.io"},
 			Verify: &Verify{PublicKey: "/etc/hangar/cosign.pub"}},
-		HTTP:    HTTPServer{SessionIdleTTL: 10 * time.Minute, MaxSessions: 50},
-		DataDir: "/var/lib/hangar",
+		HTTP:       HTTPServer{SessionIdleTTL: 10 * time.Minute, MaxSessions: 50},
+		ToolAccess: ToolAccess{Mode: AccessFrontDoor},
+		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true},
+		DataDir:    "/var/lib/hangar",
 	}
 	gotRest := *cfg
 	gotRest.Servers = nil

@@ -21,7 +21,7 @@ var (
 // "unknown"; one accepted by another mode is "not allowed for mode X",
 // which tells the user the key is right but misplaced.
 var (
-	commonKeys    = []string{"mode", "description", "tools"}
+	commonKeys    = []string{"mode", "description", "tools", "prefix", "expose"}
 	lifecycleKeys = []string{"idle_ttl_s", "health_check_interval_s", "max_consecutive_failures",
 		"max_concurrency", "start_timeout_s", "call_timeout_s"}
 	processKeys = []string{"env", "env_files", "transport", "port", "path", "protocol"}
@@ -242,6 +242,7 @@ func (d *decoder) server(p string, v any, exec Execution, member bool, top map[s
 	if tv, ok := s.take("tools"); ok {
 		srv.Tools = d.tools(s.at("tools"), tv)
 	}
+	d.serverFrontDoor(s, srv)
 
 	// group
 	s.enum("strategy", &srv.Strategy, StrategyRoundRobin, StrategyWeightedRoundRobin,

@@ -61,6 +61,10 @@ type Config struct {
 	Images Images
 	// HTTP is the server section: the streamable HTTP endpoint's limits.
 	HTTP HTTPServer
+	// ToolAccess and FrontDoor decide whether and how provider tools are
+	// listed on the gateway's own endpoint.
+	ToolAccess ToolAccess
+	FrontDoor  FrontDoor
 	// DataDir holds state that survives restarts (the store, its lock and
 	// keystore key). "" until ResolveDataDir picks the default.
 	DataDir string
@@ -145,6 +149,13 @@ type Server struct {
 	// container instead of creating one, and never stops it. Never read
 	// from a config file.
 	AttachContainer string
+	// Prefix replaces the server ID in front-door callable names
+	// (prefix:); "" uses the ID.
+	Prefix string
+	// Hidden keeps the server's tools off the front door (expose: false,
+	// allow_implicit_invocation false); hangar_call still reaches it.
+	Hidden bool
+
 	// Origin says where the server came from: "" (config file), "docker"
 	// or "filesystem" (discovery), OriginRegistry (hangar_load).
 	Origin string

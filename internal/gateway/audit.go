@@ -16,9 +16,10 @@ import (
 
 // Audit actions.
 const (
-	ActionToolCall    = "tools/call"  // a hangar_* tool (or a front-door tool)
-	ActionHangarCall  = "hangar_call" // one provider call inside hangar_call
-	auditWriteTimeout = 2 * time.Second
+	ActionToolCall      = "tools/call"  // a hangar_* tool (or a front-door tool)
+	ActionHangarCall    = "hangar_call" // one provider call inside hangar_call
+	ActionFrontDoorCall = "front_door"  // a provider tool called by its callable name
+	auditWriteTimeout   = 2 * time.Second
 )
 
 // Audit outcomes besides the provider error kinds.

@@ -135,6 +135,8 @@ func newAuthGateway(t *testing.T, tune func(*config.Config)) *authGateway {
 	cfg := config.Default()
 	for _, id := range []string{"math", "fs-1", "secret"} {
 		cfg.Servers[id] = server(id)
+		// Listed by the front door without a start.
+		cfg.Servers[id].Tools.Predefined = []config.ToolDef{{Name: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}}
 	}
 	cfg.Auth.Tokens = []config.Token{
 		tok("reader", readTok, []string{auth.ScopeRead}),
@@ -170,7 +172,9 @@ func newAuthGateway(t *testing.T, tune func(*config.Config)) *authGateway {
 		AuthorizationServers: []string{p.srv.URL},
 		Log:                  log,
 	}
-	ep := g.HTTP(g.MCPServer(), gateway.HTTPOptions{Auth: ah, Metrics: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})})
+	mcpSrv := g.MCPServer()
+	g.FrontDoor.Refresh(t.Context())
+	ep := g.HTTP(mcpSrv, gateway.HTTPOptions{Auth: ah, Metrics: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})})
 	return &authGateway{g: g, h: ep.Handler, idp: p, logs: logs, metrics: m}
 }
 
@@ -379,8 +383,15 @@ func TestAuthFiltersWhatIsListed(t *testing.T) {
 	if !has(caller, "hangar_call") || !has(caller, "hangar_fetch_continuation") || has(caller, "hangar_stop") {
 		t.Errorf("caller sees %v", caller)
 	}
-	if admin := a.tools(t, adminTok); len(admin) != 22 {
-		t.Errorf("admin sees %d tools, want all 22", len(admin))
+	if admin := a.tools(t, adminTok); len(admin) != 22+3 {
+		t.Errorf("admin sees %d tools, want all 22 hangar_* and the 3 provider tools", len(admin))
+	}
+	// Provider tools by callable name: only the servers the token may reach.
+	if !has(caller, "math__add") || !has(caller, "fs-1__add") || has(caller, "secret__add") {
+		t.Errorf("caller sees %v, want math__add and fs-1__add, not secret__add", caller)
+	}
+	if has(reader, "math__add") {
+		t.Error("a reader without hangar:call sees a provider tool")
 	}
 
 	var listed []string

@@ -24,15 +24,16 @@ func callerOf(ctx context.Context) auth.Identity {
 	return auth.Local(auth.KindLocal)
 }
 
-// ToolServer is the provider a tool belongs to: the part before "__" of a
-// front-door tool (<server>__<tool>), "" for hangar_* tools (whose target
-// is an argument).
-func ToolServer(name string) string {
-	if strings.HasPrefix(name, "hangar_") {
+// toolServer is the provider or group a front-door tool is bound to (the
+// front door's binding: a prefix or a hash suffix may hide it in the
+// name), "" for hangar_* tools (whose target is an argument) and for a
+// name nothing is bound to.
+func (g *Gateway) toolServer(name string) string {
+	if strings.HasPrefix(name, "hangar_") || g.FrontDoor == nil {
 		return ""
 	}
-	if srv, _, ok := strings.Cut(name, "__"); ok {
-		return srv
+	if b := g.FrontDoor.binding(name); b != nil {
+		return b.Server
 	}
 	return ""
 }
@@ -50,9 +51,11 @@ func targetOf(args any) string {
 }
 
 // checkTool is the refusal for the caller calling tool with args, or nil.
+// A front-door tool's server is checked by the front door's own filter,
+// which mcp-go applies at tools/call too.
 func checkTool(id auth.Identity, tool string, args any) *auth.Error {
-	srv := ToolServer(tool)
-	if srv == "" {
+	srv := ""
+	if strings.HasPrefix(tool, "hangar_") {
 		srv = targetOf(args)
 	}
 	return id.Check(auth.ToolScope(tool), srv)
@@ -64,7 +67,8 @@ func visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	id := callerOf(ctx)
 	out := tools[:0:0]
 	for _, t := range tools {
-		if id.Check(auth.ToolScope(t.Name), ToolServer(t.Name)) == nil {
+		// Front-door tools are filtered per server by the front door.
+		if id.Check(auth.ToolScope(t.Name), "") == nil {
 			out = append(out, t)
 		}
 	}
@@ -101,7 +105,7 @@ type envelope struct {
 // and the seed 004 -32002 error, since mcp-go can only answer a filtered
 // tool with "not found" (-32602). A body that does not parse is left to
 // mcp-go, which answers it with the right JSON-RPC error.
-func guard(h *auth.HTTP, next http.Handler) http.Handler {
+func guard(h *auth.HTTP, serverOf func(tool string) string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -127,7 +131,7 @@ func guard(h *auth.HTTP, next http.Handler) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		for _, env := range envelopes(body) {
-			if e := refusal(id, env); e != nil {
+			if e := refusal(id, env, serverOf); e != nil {
 				h.Forbid(w, r, auth.ScalarID(env.ID), e)
 				return
 			}
@@ -150,14 +154,14 @@ func unlimited(id auth.Identity) bool {
 	return true
 }
 
-func refusal(id auth.Identity, env envelope) *auth.Error {
+func refusal(id auth.Identity, env envelope, serverOf func(tool string) string) *auth.Error {
 	if env.Method == "" {
 		return nil // a response to a server-to-client request
 	}
 	if env.Method != "tools/call" {
 		return id.Check(auth.MethodScope(env.Method), "")
 	}
-	srv := ToolServer(env.Params.Name)
+	srv := serverOf(env.Params.Name)
 	if srv == "" && len(id.Servers) > 0 {
 		srv = rawTarget(env.Params.Arguments)
 	}

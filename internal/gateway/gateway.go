@@ -74,9 +74,16 @@ type Gateway struct {
 	Refuse func(id string) error
 	// Hooks are mcp-go session hooks (the management notifier tracks
 	// sessions with them); nil for none.
-	Hooks   *server.Hooks
-	Log     *slog.Logger
-	Started time.Time
+	Hooks *server.Hooks
+	// Exposed, when set, overrides a server's expose for the front door:
+	// the management policy's allow_implicit_invocation of an installed
+	// server (ok false: no policy, the spec's expose holds).
+	Exposed func(id string) (exposed, ok bool)
+	// FrontDoor lists provider tools by callable name; nil in egress mode.
+	// MCPServer builds it.
+	FrontDoor *FrontDoor
+	Log       *slog.Logger
+	Started   time.Time
 	// RateLimiter holds the HTTP endpoint's per-client buckets;
 	// hangar_health reports them.
 	RateLimiter *auth.Limiter
@@ -179,9 +186,27 @@ func (g *Gateway) setConfig(c *config.Config) {
 
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
-func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (res *mcp.CallToolResult, err error) {
+func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	return g.callServer(ctx, ActionHangarCall, server, tool, args)
+}
+
+// exposed reports whether the front door lists id's tools.
+func (g *Gateway) exposed(id string, spec *config.Server) bool {
+	if g.Exposed != nil {
+		if e, ok := g.Exposed(id); ok {
+			return e
+		}
+	}
+	return spec == nil || !spec.Hidden
+}
+
+// callServer is the one way a call reaches a provider or group, for
+// hangar_call and the front door alike: the caller's server filter, the
+// management policy, then the group or provider; every call is audited
+// under action. args go on as they are (a map, or raw JSON).
+func (g *Gateway) callServer(ctx context.Context, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
 	began := time.Now()
-	defer func() { g.auditProviderCall(ctx, ActionHangarCall, server, tool, began, res, err) }()
+	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err) }()
 	if e := callerOf(ctx).Check("", server); e != nil {
 		return nil, e
 	}
@@ -220,9 +245,16 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	if g.Hooks != nil {
 		opts = append(opts, server.WithHooks(g.Hooks))
 	}
+	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
+		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
+		opts = append(opts, g.FrontDoor.ServerOptions()...)
+	}
 	s := server.NewMCPServer("hangar", Version, opts...)
 	for _, t := range g.tools() {
 		s.AddTool(preencoded(t.Tool), t.Handler)
+	}
+	if g.FrontDoor != nil {
+		g.FrontDoor.Attach(s)
 	}
 	return s
 }

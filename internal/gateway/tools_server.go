@@ -92,7 +92,11 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		return fail(err)
 	}
 	if grp, found := g.Groups.Get(id); found {
-		return ok(groupDetails(grp.Status()))
+		out := groupDetails(grp.Status())
+		if g.FrontDoor != nil {
+			out["front_door"] = g.FrontDoor.Details(id)
+		}
+		return ok(out)
 	}
 	p, found := g.Providers.Get(id)
 	if !found {
@@ -124,7 +128,7 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		meta["image_id"] = nilIfEmpty(img.ID)
 	}
 	pol := p.Policy()
-	return ok(map[string]any{
+	out := map[string]any{
 		"mcp_server": id,
 		"state":      s.State,
 		"mode":       s.Mode,
@@ -147,7 +151,11 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 			"has_deny_list":  pol.HasDenyList(),
 			"filtered_count": p.FilteredCount(),
 		},
-	})
+	}
+	if g.FrontDoor != nil {
+		out["front_door"] = g.FrontDoor.Details(id)
+	}
+	return ok(out)
 }
 
 func transportOf(t string) string {

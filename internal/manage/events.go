@@ -27,6 +27,9 @@ func (s *Service) emit(ctx context.Context, method, server string, build func(v 
 }
 
 func (s *Service) emitChanged(ctx context.Context, changes []Change) {
+	if s.Options.OnChanged != nil {
+		defer s.Options.OnChanged()
+	}
 	// A reader sees the changes about servers it may reach only.
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()

@@ -205,6 +205,9 @@ type Options struct {
 	Execution       config.Execution
 	// ReadFile reads an --env-file; nil refuses env files.
 	ReadFile func(path string) ([]byte, error)
+	// OnChanged, when set, is called after every install, update, policy
+	// change or uninstall (the front door lists again).
+	OnChanged func()
 }
 
 // runners are commands that fetch and run a package: they need a runtime

@@ -33,6 +33,18 @@ type Conn struct {
 	tr    tapped
 	proto string
 	end   context.CancelFunc // ends the transport's lifetime
+	// progress routes the provider's progress notifications to the calls
+	// forwarded with a progress token.
+	progress *progressRouter
+	// relay passes the provider's sampling, elicitation and roots requests
+	// on to the client whose call is in flight.
+	relay *relayHub
+}
+
+func newConn(c *client.Client, tap tapped, relay *relayHub) *Conn {
+	conn := &Conn{c: c, tr: tap, proto: c.ProtocolVersion(), progress: &progressRouter{}, relay: relay}
+	c.OnNotification(conn.progress.dispatch)
+	return conn
 }
 
 // Stdio returns a transport over a provider's stdin and stdout.
@@ -110,10 +122,12 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 		protocol = ProtocolAuto
 	}
 	var firstErr error
+	relay := &relayHub{}
+	handlers := []client.ClientOption{client.WithSamplingHandler(relay), client.WithElicitationHandler(relay), client.WithRootsHandler(relay)}
 	if protocol != ProtocolModern {
-		c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+		c := client.NewClient(tr, append(handlers, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))...)
 		if err := initialize(ctx, c); err == nil {
-			return &Conn{c: c, tr: tap, proto: c.ProtocolVersion()}, nil
+			return newConn(c, tap, relay), nil
 		} else if protocol == ProtocolLegacy || !tap.state().initRejected.Load() {
 			_ = tr.Close()
 			return nil, fmt.Errorf("initialize: %w", err)
@@ -121,7 +135,7 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 			firstErr = err
 		}
 	}
-	c := client.NewClient(tr, client.WithDiscoverTimeout(-1))
+	c := client.NewClient(tr, append(handlers, client.WithDiscoverTimeout(-1))...)
 	if err := initialize(ctx, c); err != nil {
 		_ = tr.Close()
 		if firstErr != nil {
@@ -133,7 +147,7 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 		_ = tr.Close()
 		return nil, fmt.Errorf("server/discover: server does not speak the %s protocol", mcp.LATEST_PROTOCOL_VERSION)
 	}
-	return &Conn{c: c, tr: tap, proto: c.ProtocolVersion()}, nil
+	return newConn(c, tap, relay), nil
 }
 
 func initialize(ctx context.Context, c *client.Client) error {
@@ -152,14 +166,16 @@ func (c *Conn) ProtocolVersion() string { return c.proto }
 // Tool is a provider tool with its input schema exactly as the provider
 // sent it.
 type Tool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	// OutputSchema is kept for tool pinning (a changed output schema is a
-	// changed tool); it is not re-exported to clients.
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// The rest of the definition, kept for the front door to list the
+	// tool as the provider describes it.
+	Meta  json.RawMessage `json:"_meta,omitempty"`
+	Icons json.RawMessage `json:"icons,omitempty"`
 }
 
 // maxToolPages bounds pagination against a provider that never stops
@@ -194,15 +210,42 @@ func (c *Conn) ListTools(ctx context.Context) ([]Tool, error) {
 }
 
 // CallTool calls a tool; a tool-level error comes back as a result with
-// IsError set, a protocol or transport failure as an error.
+// IsError set, a protocol or transport failure as an error. The call is
+// forwarded as the CallOptions in ctx say, if any.
 func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
 	var spilled []string
-	res, err := c.c.CallTool(context.WithValue(ctx, spillSinkKey{}, &spilled), req)
-	if err == nil && len(spilled) > 0 {
-		restoreSpilled(res, spilled)
+	ctx = context.WithValue(ctx, spillSinkKey{}, &spilled)
+	o := callOptions(ctx)
+	if o == nil {
+		defer c.relay.add(nil)()
+		res, err := c.c.CallTool(ctx, req)
+		if err == nil && len(spilled) > 0 {
+			restoreSpilled(res, spilled)
+		}
+		return res, err
+	}
+	ctx, settle, done := c.prepare(ctx, &req, o)
+	defer done()
+	res, err := c.c.CallTool(ctx, req)
+	if err == nil {
+		settle()
+		if len(spilled) > 0 {
+			// Big texts were read aside (lines.go): the raw answer holds
+			// their markers, so the decoded result, texts put back, is
+			// the one to forward.
+			restoreSpilled(res, spilled)
+			if o.Raw != nil {
+				*o.Raw = (*o.Raw)[:0]
+			}
+		}
+	}
+	if err != nil && o.Raw != nil && len(*o.Raw) > 0 {
+		// The provider answered; only decoding it failed, and the caller
+		// forwards the raw answer.
+		return rawOnly(*o.Raw), nil
 	}
 	return res, err
 }

@@ -1,0 +1,633 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+)
+
+// The front door: provider tools by callable name on the gateway's own
+// endpoint, against the testkit image.
+
+// longTestkitTool is testkit's 70-character tool name.
+const longTestkitTool = "a_tool_name_seventy_characters_long_to_test_callable_name_shortening__"
+
+// suffixOf is the suffix a shortened or clashing callable name gets: six
+// hex digits of sha256(server NUL tool).
+func suffixOf(server, tool string) string {
+	sum := sha256.Sum256([]byte(server + "\x00" + tool))
+	return hex.EncodeToString(sum[:])[:6]
+}
+
+// rawClient speaks JSON-RPC over HTTP to the gateway, keeping results as
+// raw bytes.
+type rawClient struct {
+	url     string
+	session string
+}
+
+func newRawClient(t *testing.T, url string) *rawClient {
+	t.Helper()
+	c := &rawClient{url: url}
+	c.rpc(t, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}`)
+	return c
+}
+
+// rpc sends one request and returns its raw result; a JSON-RPC error fails
+// the test.
+func (c *rawClient) rpc(t *testing.T, method, params string) json.RawMessage {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":%q,"params":%s}`, method, params)
+	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.session = id
+	}
+	var msgs [][]byte
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				msgs = append(msgs, []byte(data))
+			}
+		}
+	} else {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		msgs = append(msgs, b.Bytes())
+	}
+	for _, m := range msgs {
+		var r struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(m, &r) != nil || string(r.ID) != "7" {
+			continue
+		}
+		if r.Error != nil {
+			t.Fatalf("%s: %s", method, r.Error)
+		}
+		return r.Result
+	}
+	t.Fatalf("%s: no answer in %d message(s) (HTTP %d)", method, len(msgs), resp.StatusCode)
+	return nil
+}
+
+// toolNamesRaw lists the tools the gateway serves, by name.
+func (c *rawClient) toolNames(t *testing.T) []string {
+	t.Helper()
+	var res struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(c.rpc(t, "tools/list", `{}`), &res); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		if !strings.HasPrefix(tool.Name, "hangar_") {
+			names = append(names, tool.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// waitListed waits until the gateway lists name.
+func (c *rawClient) waitListed(t *testing.T, name string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !slices.Contains(c.toolNames(t), name) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not listed within 15s; listed: %v", name, c.toolNames(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// directTestkit runs the testkit binary as a local process and returns an
+// MCP connection to it: the reference a call through the gateway is
+// compared with.
+func directTestkit(t *testing.T) *mcpconn.Conn {
+	t.Helper()
+	root, err := findRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "testkit")
+	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "images", "testkit")).CombinedOutput(); err != nil {
+		t.Fatalf("build testkit: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := mcpconn.Connect(ctx, mcpconn.Stdio(stdout, stdin), mcpconn.ProtocolLegacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+func directRaw(t *testing.T, conn *mcpconn.Conn, tool string, args json.RawMessage) json.RawMessage {
+	t.Helper()
+	var raw json.RawMessage
+	ctx := mcpconn.WithCallOptions(context.Background(), &mcpconn.CallOptions{Raw: &raw})
+	if _, err := conn.CallTool(ctx, tool, args); err != nil {
+		t.Fatalf("direct %s: %v", tool, err)
+	}
+	return raw
+}
+
+// A provider tool called by its callable name answers exactly what a
+// direct call answers; listing never starts a cold provider; a
+// 70-character tool name is shortened; hangar_details shows the bindings.
+func TestFrontDoorToolsCallByName(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  kit:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	s := connect(t, g.MCPURL)
+
+	// Nothing known, nothing started by listing.
+	for range 3 {
+		if names := c.toolNames(t); len(names) != 0 {
+			t.Fatalf("listed before any start: %v", names)
+		}
+	}
+	if n := countContainers(t, g.Instance, "kit"); n != 0 {
+		t.Fatalf("%d containers after tools/list, want 0", n)
+	}
+
+	// Once it ran, it is listed while COLD.
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "kit"})
+	s.mustCall(t, "hangar_stop", map[string]any{"mcp_server": "kit"})
+	c.waitListed(t, "kit__echo")
+	if st := s.providerState(t, "kit"); st != "cold" {
+		t.Errorf("kit is %s after listing, want cold", st)
+	}
+	long := "kit__" + longTestkitTool
+	long = long[:57] + "_" + suffixOf("kit", longTestkitTool)
+	names := c.toolNames(t)
+	for _, want := range []string{"kit__echo", "kit__progress", "kit__schema", long} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s not listed: %v", want, names)
+		}
+	}
+
+	// The same answer as a direct call, byte for byte (the call also
+	// cold-starts kit).
+	direct := directTestkit(t)
+	for _, tc := range []struct{ tool, args string }{
+		{"progress", `{"steps":2,"delay_ms":1}`},
+		{"schema", `{"v":123456789012345678901234567890,"w":"é"}`},
+		{"fail", `{"message":"nope"}`},
+		{longTestkitTool, `{}`},
+	} {
+		callable := "kit__" + tc.tool
+		if tc.tool == longTestkitTool {
+			callable = long
+		}
+		got := c.rpc(t, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, callable, tc.args))
+		want := directRaw(t, direct, tc.tool, json.RawMessage(tc.args))
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s through the gateway:\n%s\ndirect:\n%s", tc.tool, got, want)
+		}
+	}
+
+	d := s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "kit"})
+	fd, _ := d["front_door"].(map[string]any)
+	if v, _ := fd["catalog_version"].(string); v == "" || fd["exposed"] != true {
+		t.Errorf("front_door = %v", fd)
+	}
+	found := false
+	for _, b := range fd["tools"].([]any) {
+		m := b.(map[string]any)
+		if m["callable"] == long && m["tool"] == longTestkitTool {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("binding %s → %s not in %v", long, longTestkitTool, fd["tools"])
+	}
+}
+
+// The caller's progressToken reaches the provider and its progress comes
+// back to the caller.
+func TestFrontDoorProgressForwarded(t *testing.T) {
+	g := startGateway(t, testkitConfig)
+	c := newRawClient(t, g.MCPURL)
+	var mu sync.Mutex
+	var progress []map[string]any
+	s := connect(t, g.MCPURL)
+	s.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			mu.Lock()
+			progress = append(progress, n.Params.AdditionalFields)
+			mu.Unlock()
+		}
+	})
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "testkit"})
+	c.waitListed(t, "testkit__progress")
+
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "testkit__progress"
+	req.Params.Arguments = map[string]any{"steps": 3, "delay_ms": 50}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "it-token"}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := s.CallTool(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := mcp.AsTextContent(res.Content[0]); text.Text != "done 3 steps, token given: true" {
+		t.Errorf("answer %q", text.Text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) != 3 {
+		t.Fatalf("%d progress notifications, want 3: %v", len(progress), progress)
+	}
+	for i, p := range progress {
+		if p["progressToken"] != "it-token" || p["progress"] != float64(i+1) || p["total"] != float64(3) {
+			t.Errorf("progress %d = %v", i, p)
+		}
+	}
+}
+
+// Two servers whose callable names clash both get a suffix from their own
+// identity: the same names whatever the order, and each routes to its own
+// server.
+func TestFrontDoorToolsNameCollision(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  kit-b:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    prefix: kit
+    env: {IT_WHO: b}
+  kit-a:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    prefix: kit
+    env: {IT_WHO: a}
+`)
+	c := newRawClient(t, g.MCPURL)
+	s := connect(t, g.MCPURL)
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "kit-a"})
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "kit-b"})
+	envA, envB := "kit__env_"+suffixOf("kit-a", "env"), "kit__env_"+suffixOf("kit-b", "env")
+	c.waitListed(t, envA)
+	c.waitListed(t, envB)
+	if names := c.toolNames(t); slices.Contains(names, "kit__env") {
+		t.Errorf("one server kept the plain name: %v", names)
+	}
+	for callable, want := range map[string]string{envA: "a", envB: "b"} {
+		res := c.rpc(t, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":{"name":"IT_WHO"}}`, callable))
+		if !bytes.Contains(res, []byte(`"text":"`+want+`"`)) {
+			t.Errorf("%s answered %s, want %s", callable, res, want)
+		}
+	}
+}
+
+// listen opens the session's GET stream (2025-11-25) and returns the
+// methods of the notifications that arrive on it.
+func (c *rawClient) listen(t *testing.T) <-chan string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: HTTP %d", resp.StatusCode)
+	}
+	methods := make(chan string, 64)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var m struct {
+				Method string `json:"method"`
+			}
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(data), &m) == nil && m.Method != "" {
+				methods <- m.Method
+			}
+		}
+	}()
+	return methods
+}
+
+// waitNotification waits for method on a listen stream and returns how
+// many more of it arrive within settle afterwards.
+func waitNotification(t *testing.T, stream <-chan string, method string, settle time.Duration) int {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case m := <-stream:
+			if m != method {
+				continue
+			}
+			extra := 0
+			quiet := time.After(settle)
+			for {
+				select {
+				case m := <-stream:
+					if m == method {
+						extra++
+					}
+				case <-quiet:
+					return extra
+				}
+			}
+		case <-deadline:
+			t.Fatalf("no %s within 15s", method)
+		}
+	}
+}
+
+// tools/list_changed reaches a connected client, once, when hangar_load
+// adds a server and when hangar_unload removes it.
+//
+// The listener is a plain GET stream: mcp-go v1.2.1's client drops its
+// continuous listener after the session's first POST.
+func TestFrontDoorHotloadListChanged(t *testing.T) {
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(catalog, []byte(hotloadCatalog), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, fmt.Sprintf(`
+registry:
+  url: ""
+  catalog_file: %q
+  verified_namespaces: ["io.github.mcp-hangar/"]
+`, catalog))
+	c := newRawClient(t, g.MCPURL)
+	stream := c.listen(t)
+	s := connect(t, g.MCPURL)
+
+	const changed = string(mcp.MethodNotificationToolsListChanged)
+	ans := s.mustCall(t, "hangar_load", map[string]any{"name": "testkit"})
+	id := str(ans, "mcp_server")
+	if extra := waitNotification(t, stream, changed, 2500*time.Millisecond); extra != 0 {
+		t.Errorf("%d more list_changed after hangar_load, want one in all", extra)
+	}
+	if names := c.toolNames(t); !slices.Contains(names, sanitizeName(id)+"__echo") {
+		t.Errorf("after hangar_load listed %v", names)
+	}
+	s.mustCall(t, "hangar_unload", map[string]any{"mcp_server": id})
+	if extra := waitNotification(t, stream, changed, 2500*time.Millisecond); extra != 0 {
+		t.Errorf("%d more list_changed after hangar_unload, want one in all", extra)
+	}
+	if names := c.toolNames(t); len(names) != 0 {
+		t.Errorf("after hangar_unload listed %v", names)
+	}
+}
+
+// sanitizeName is the front door's server part of a callable name.
+func sanitizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// front_door.prefetch reads a catalog at start-up and leaves the provider
+// COLD, its container gone.
+func TestFrontDoorToolsPrefetch(t *testing.T) {
+	g := startGateway(t, `
+front_door: {prefetch: true}
+mcp_servers:
+  kit:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	s := connect(t, g.MCPURL)
+	c.waitListed(t, "kit__echo")
+	waitFor(t, 15*time.Second, "kit COLD with no container", func() bool {
+		return s.providerState(t, "kit") == "cold" && countContainers(t, g.Instance, "kit") == 0
+	})
+}
+
+// A provider's sampling request during a call by callable name, from a
+// client that did not declare sampling, is refused with a clear error that
+// the provider turns into its answer.
+//
+// Relaying to a client that can sample works in-process (the gateway unit
+// test TestFrontDoorSamplingRelayed); over streamable HTTP the gateway's
+// request to the client is not answered yet (mcp-go sends legacy
+// server-initiated requests on the client's GET stream, and 2026-07-28
+// needs multi round-trip): an open item.
+func TestFrontDoorSamplingRefused(t *testing.T) {
+	g := startGateway(t, testkitConfig)
+	c := newRawClient(t, g.MCPURL)
+	plain := connect(t, g.MCPURL, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	plain.mustCall(t, "hangar_start", map[string]any{"mcp_server": "testkit"})
+	c.waitListed(t, "testkit__sample")
+	_, isErr, text := plain.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
+	if !isErr || !strings.Contains(text, "did not declare the sampling capability") {
+		t.Errorf("without a model: %q (error %v)", text, isErr)
+	}
+}
+
+// mcp-go's examples/everything, a server hangar's authors did not write,
+// through the front door: its long-running tool reports progress to the
+// caller (it fails without a progressToken's _meta, which the gateway
+// used to drop), its resources and prompts are listed and served.
+func TestFrontDoorThirdPartyEverything(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  everything:
+    mode: docker
+    image: mcp-hangar/everything:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	s := connect(t, g.MCPURL)
+	var mu sync.Mutex
+	var progress []map[string]any
+	s.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			mu.Lock()
+			progress = append(progress, n.Params.AdditionalFields)
+			mu.Unlock()
+		}
+	})
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "everything"})
+	c.waitListed(t, "everything__longRunningOperation")
+
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "everything__longRunningOperation"
+	req.Params.Arguments = map[string]any{"duration": 0.6, "steps": 3}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "ev-1"}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := s.CallTool(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := mcp.AsTextContent(res.Content[0]); res.IsError || !strings.HasPrefix(text.Text, "Long running operation completed") {
+		t.Errorf("longRunningOperation = %+v", res)
+	}
+	mu.Lock()
+	if len(progress) != 3 {
+		t.Errorf("%d progress notifications, want 3: %v", len(progress), progress)
+	}
+	for _, p := range progress {
+		if p["progressToken"] != "ev-1" {
+			t.Errorf("progress with token %v, want the caller's", p["progressToken"])
+		}
+	}
+	mu.Unlock()
+
+	// Resources and prompts of the running server.
+	waitFor(t, 15*time.Second, "everything's resources listed", func() bool {
+		r, err := s.ListResources(ctx, mcp.ListResourcesRequest{})
+		return err == nil && slices.ContainsFunc(r.Resources, func(r mcp.Resource) bool { return r.URI == "test://static/resource" })
+	})
+	rr := mcp.ReadResourceRequest{}
+	rr.Params.URI = "test://static/resource"
+	read, err := s.ReadResource(ctx, rr)
+	if err != nil || len(read.Contents) == 0 {
+		t.Errorf("read test://static/resource: %+v, %v", read, err)
+	}
+	prompts, err := s.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || !slices.ContainsFunc(prompts.Prompts, func(p mcp.Prompt) bool { return p.Name == "everything__simple_prompt" }) {
+		t.Fatalf("prompts: %+v, %v", prompts, err)
+	}
+	gp := mcp.GetPromptRequest{}
+	gp.Params.Name = "everything__simple_prompt"
+	got, err := s.GetPrompt(ctx, gp)
+	if err != nil || len(got.Messages) == 0 {
+		t.Errorf("get simple_prompt: %+v, %v", got, err)
+	}
+}
+
+// The official Go SDK's everything example through the front door: tool
+// names with spaces and parentheses become callable names, structured
+// output comes back unchanged, its prompts and resources are served.
+func TestFrontDoorThirdPartyGoSDK(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  gosdk:
+    mode: docker
+    image: mcp-hangar/gosdk-everything:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	s := connect(t, g.MCPURL)
+	s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "gosdk"})
+	// "greet (structured)" sanitised.
+	c.waitListed(t, "gosdk__greet__structured_")
+	res := c.rpc(t, "tools/call", `{"name":"gosdk__greet__structured_","arguments":{"name":"hangar"}}`)
+	if !bytes.Contains(res, []byte(`"structuredContent":{"message":"Hi hangar"}`)) {
+		t.Errorf("greet (structured) = %s", res)
+	}
+	d := s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "gosdk"})
+	fd, _ := d["front_door"].(map[string]any)
+	found := false
+	for _, b := range fd["tools"].([]any) {
+		if m := b.(map[string]any); m["callable"] == "gosdk__greet__structured_" && m["tool"] == "greet (structured)" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("binding for greet (structured) not in %v", fd["tools"])
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	waitFor(t, 15*time.Second, "gosdk's prompts listed", func() bool {
+		p, err := s.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		return err == nil && slices.ContainsFunc(p.Prompts, func(p mcp.Prompt) bool { return p.Name == "gosdk__greet" })
+	})
+	gp := mcp.GetPromptRequest{}
+	gp.Params.Name = "gosdk__greet"
+	gp.Params.Arguments = map[string]string{"name": "hangar"}
+	if got, err := s.GetPrompt(ctx, gp); err != nil || len(got.Messages) == 0 {
+		t.Errorf("get greet: %+v, %v", got, err)
+	}
+	rr := mcp.ReadResourceRequest{}
+	rr.Params.URI = "embedded:info"
+	if read, err := s.ReadResource(ctx, rr); err != nil || len(read.Contents) == 0 {
+		t.Errorf("read embedded:info: %+v, %v", read, err)
+	}
+	// Its two resources share one URI: one keeps it, the other is shadowed
+	// within the same server and so not listed twice.
+	r, err := s.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, res := range r.Resources {
+		if res.URI == "embedded:info" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("embedded:info listed %d times", n)
+	}
+}

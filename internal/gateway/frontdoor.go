@@ -1,0 +1,412 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// The front door lists provider tools on the gateway's own endpoint under
+// callable names and forwards calls to them unchanged. It never starts a
+// provider to list it: catalogs come from the provider's last run (kept in
+// memory and in the store), from config, or from a prefetch at start-up.
+// Changes are applied to the MCP server in one step each, so connected
+// clients get one notifications/tools/list_changed per change.
+
+// Tunables of the front door.
+const (
+	// frontDoorTick is how often the served set is compared with what is
+	// listed; Kick asks for a comparison at once.
+	frontDoorTick = time.Second
+	// prefetchParallelism bounds concurrent catalog prefetches.
+	prefetchParallelism = 3
+)
+
+// binding ties a callable name to a raw tool of one server.
+type binding struct {
+	Callable string `json:"callable"`
+	Server   string `json:"-"`
+	Tool     string `json:"tool"`
+	Group    bool   `json:"-"`
+	Version  string `json:"-"`
+	def      mcpconn.Tool
+}
+
+// FrontDoor serves provider tools by callable name.
+type FrontDoor struct {
+	src FrontDoorSource
+	// Catalogs keeps catalogs across restarts; nil keeps them in memory.
+	Catalogs store.Catalogs
+	naming   string
+	prefetch bool
+	log      *slog.Logger
+	kick     chan struct{}
+
+	refreshMu sync.Mutex // one Refresh at a time
+	srv       *server.MCPServer
+	cache     map[string]toolCatalog // by server ID
+	looked    map[string]bool        // server+image whose stored catalog was read
+	tried     map[string]bool        // server+image a prefetch was tried for
+	sig       string                 // what is listed now, to skip no-op changes
+
+	mu       sync.RWMutex
+	bindings map[string]*binding   // by callable name
+	byServer map[string][]*binding // by server ID, sorted by callable name
+	versions map[string]string     // catalog_version by server ID
+	hidden   map[string]bool       // servers with expose: false
+	view     extrasView            // resources, templates, prompts served
+
+	extrasMu  sync.Mutex
+	extras    map[string]extras // by server ID, read while it ran
+	extrasKey map[string]string // server → image and catalog version extras were read for
+	extrasSig string            // what is served now, to skip no-op changes
+	// extrasSaved is, by server, the catalog version and extras hash last
+	// stored.
+	extrasSaved map[string]string
+}
+
+// NewFrontDoor returns a front door over src; Attach gives it its server.
+func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *FrontDoor {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &FrontDoor{
+		src:       src,
+		naming:    cfg.FrontDoor.Naming,
+		prefetch:  cfg.FrontDoor.Prefetch,
+		log:       log.With("component", "front_door"),
+		kick:      make(chan struct{}, 1),
+		cache:     map[string]toolCatalog{},
+		looked:    map[string]bool{},
+		tried:     map[string]bool{},
+		bindings:  map[string]*binding{},
+		byServer:  map[string][]*binding{},
+		versions:  map[string]string{},
+		hidden:    map[string]bool{},
+		extras:    map[string]extras{},
+		extrasKey: map[string]string{},
+
+		extrasSaved: map[string]string{},
+	}
+}
+
+// ServerOptions are the MCP server options the front door needs: tools
+// that announce changes, and per-caller visibility.
+func (f *FrontDoor) ServerOptions() []server.ServerOption {
+	return []server.ServerOption{
+		server.WithToolCapabilities(true), server.WithToolFilter(f.filter),
+		server.WithResourceCapabilities(false, true),
+		server.WithPromptCapabilities(true), server.WithPromptFilter(f.promptFilter),
+	}
+}
+
+// Attach sets the MCP server whose tool list the front door maintains.
+func (f *FrontDoor) Attach(s *server.MCPServer) {
+	f.refreshMu.Lock()
+	f.srv = s
+	f.refreshMu.Unlock()
+}
+
+// Kick asks for a refresh soon (a server was added, removed or changed).
+func (f *FrontDoor) Kick() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the listed tools in step with the served set until ctx ends,
+// and prefetches the catalogs nobody knows yet.
+func (f *FrontDoor) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, prefetchParallelism)
+	t := time.NewTicker(frontDoorTick)
+	defer t.Stop()
+	for {
+		for _, id := range f.Refresh(ctx) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				defer func() { <-sem }()
+				if err := f.src.Prefetch(ctx, id, func(ctx context.Context) { f.fetchExtras(ctx, id) }); err != nil {
+					f.log.Warn("catalog prefetch failed", FieldServer, id, FieldError, err)
+					return
+				}
+				f.Kick()
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-f.kick:
+		}
+	}
+}
+
+// Refresh brings the listed tools in step with the served set now, and
+// returns the servers whose catalog should be prefetched.
+func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
+	f.refreshMu.Lock()
+	defer f.refreshMu.Unlock()
+
+	type entry struct {
+		sv  Servable
+		def mcpconn.Tool
+	}
+	var reqs []nameRequest
+	entries := map[nameRequest]entry{}
+	versions := map[string]string{}
+	hidden := map[string]bool{}
+	servables := f.src.Servable()
+	defer f.refreshExtras(ctx, servables)
+	for _, sv := range servables {
+		if sv.Hidden {
+			hidden[sv.ID] = true
+		}
+		cat, ok := f.catalogOf(ctx, sv)
+		if !ok {
+			key := sv.ID + "\x00" + imageOf(sv.Spec)
+			if f.prefetch && !sv.Group && sv.Cold && !f.tried[key] {
+				f.tried[key] = true
+				prefetch = append(prefetch, sv.ID)
+			}
+			continue
+		}
+		versions[sv.ID] = cat.Version
+		if hidden[sv.ID] {
+			continue
+		}
+		prefix := ""
+		if f.naming != config.NamingFlat {
+			prefix = sv.ID
+			if sv.Spec != nil && sv.Spec.Prefix != "" {
+				prefix = sv.Spec.Prefix
+			}
+		}
+		for _, t := range cat.Tools {
+			r := nameRequest{Server: sv.ID, Prefix: prefix, Tool: t.Name}
+			if _, dup := entries[r]; dup {
+				continue // a provider that lists a name twice
+			}
+			reqs = append(reqs, r)
+			entries[r] = entry{sv: sv, def: t}
+		}
+	}
+
+	f.mu.RLock()
+	mine := f.bindings
+	f.mu.RUnlock()
+	others := map[string]server.ServerTool{}
+	if f.srv != nil {
+		for name, st := range f.srv.ListTools() {
+			if _, ok := mine[name]; !ok {
+				others[name] = *st
+			}
+		}
+	}
+	names := callableNames(reqs, func(n string) bool { _, ok := others[n]; return ok })
+
+	bindings := make(map[string]*binding, len(reqs))
+	byServer := map[string][]*binding{}
+	var sig strings.Builder
+	for _, r := range reqs {
+		e := entries[r]
+		b := &binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.sv.Group, Version: versions[r.Server], def: e.def}
+		bindings[b.Callable] = b
+		byServer[b.Server] = append(byServer[b.Server], b)
+	}
+	callables := make([]string, 0, len(bindings))
+	for n := range bindings {
+		callables = append(callables, n)
+	}
+	sort.Strings(callables)
+	for _, n := range callables {
+		b := bindings[n]
+		sig.WriteString(n + "\x00" + b.Server + "\x00" + b.Tool + "\x00" + b.Version + "\n")
+	}
+	for _, l := range byServer {
+		sort.Slice(l, func(i, j int) bool { return l[i].Callable < l[j].Callable })
+	}
+
+	f.mu.Lock()
+	f.bindings, f.byServer, f.versions, f.hidden = bindings, byServer, versions, hidden
+	f.mu.Unlock()
+
+	if sig.String() == f.sig || f.srv == nil {
+		return prefetch
+	}
+	f.sig = sig.String()
+	all := make([]server.ServerTool, 0, len(others)+len(bindings))
+	for _, st := range others {
+		all = append(all, st)
+	}
+	for _, n := range callables {
+		b := bindings[n]
+		t := toMCPTool(n, b.def)
+		if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
+			f.log.Warn("tool not listed: bad x-mcp-header annotations", FieldServer, b.Server, FieldTool, b.Tool, FieldError, err)
+			continue
+		}
+		all = append(all, server.ServerTool{Tool: t, Handler: f.call})
+	}
+	// One replacement, so one list_changed for the whole change.
+	f.srv.SetTools(all...)
+	f.log.Info("front door tools changed", "tools", len(bindings))
+	return prefetch
+}
+
+// catalogOf returns the catalog the front door lists for sv: the one it has
+// now, else the one kept from its last run with the same image.
+func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bool) {
+	img := imageOf(sv.Spec)
+	if len(sv.Tools) > 0 {
+		v := catalogVersion(sv.Tools)
+		if cur, ok := f.cache[sv.ID]; ok && cur.Version == v && cur.Image == img {
+			return cur, true
+		}
+		c := toolCatalog{Version: v, Image: img, Tools: sv.Tools}
+		f.cache[sv.ID] = c
+		if !sv.Predefined {
+			if err := saveCatalog(ctx, f.Catalogs, sv.ID, c, nil); err != nil {
+				f.log.Warn("catalog not stored", FieldServer, sv.ID, FieldError, err)
+			}
+		}
+		return c, true
+	}
+	if cur, ok := f.cache[sv.ID]; ok && cur.Image == img {
+		return cur, true
+	}
+	key := sv.ID + "\x00" + img
+	if f.looked[key] {
+		return toolCatalog{}, false
+	}
+	f.looked[key] = true
+	c, x, ok, err := loadCatalog(ctx, f.Catalogs, sv.ID, img)
+	if err != nil {
+		f.log.Warn("stored catalog not read", FieldServer, sv.ID, FieldError, err)
+	}
+	if !ok {
+		return toolCatalog{}, false
+	}
+	f.cache[sv.ID] = c
+	if x != nil {
+		f.extrasMu.Lock()
+		if _, known := f.extras[sv.ID]; !known {
+			f.extras[sv.ID] = *x
+		}
+		f.extrasMu.Unlock()
+		f.extrasSaved[sv.ID] = c.Version + "\x00" + extrasHash(*x)
+	}
+	return c, true
+}
+
+// toMCPTool lists a provider tool under its callable name, with its
+// definition as the provider gave it.
+func toMCPTool(name string, t mcpconn.Tool) mcp.Tool {
+	out := mcp.Tool{Name: name, Title: t.Title, Description: t.Description, RawInputSchema: t.InputSchema, RawOutputSchema: t.OutputSchema}
+	if len(out.RawInputSchema) == 0 {
+		out.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if len(t.Annotations) > 0 {
+		_ = json.Unmarshal(t.Annotations, &out.Annotations)
+	}
+	if len(t.Icons) > 0 {
+		_ = json.Unmarshal(t.Icons, &out.Icons)
+	}
+	if len(t.Meta) > 0 {
+		out.Meta = rawMeta(t.Meta)
+	}
+	return out
+}
+
+// filter hides the tools a caller may not call: provider tools need
+// hangar:call and a server the identity may reach. A caller without an
+// identity is local, with every scope.
+func (f *FrontDoor) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		return tools
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := tools[:0:0]
+	for _, t := range tools {
+		if b, isProvider := f.bindings[t.Name]; isProvider && !(id.Has(auth.ScopeCall) && id.MayReach(b.Server)) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (f *FrontDoor) binding(name string) *binding {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.bindings[name]
+}
+
+// call forwards a call of a callable name to its provider or group.
+func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	b := f.binding(req.Params.Name)
+	if b == nil {
+		// Unlisted between the client's tools/list and this call.
+		return mcp.NewToolResultError("unknown_tool: " + req.Params.Name + " is no longer served; list the tools again"), nil
+	}
+	var raw json.RawMessage
+	opts := &mcpconn.CallOptions{Meta: req.Params.Meta, Raw: &raw, Relay: newClientRelay(ctx)}
+	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
+		if srv := server.ServerFromContext(ctx); srv != nil {
+			opts.OnProgress = func(params map[string]any) {
+				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+			}
+		}
+	}
+	res, err := f.src.Call(mcpconn.WithCallOptions(ctx, opts), b.Server, b.Tool, req.GetRawArguments())
+	if err != nil {
+		return fail(err)
+	}
+	if len(raw) > 0 {
+		if r, err := rawResult(raw); err == nil {
+			return r, nil
+		}
+	}
+	return res, nil
+}
+
+// Details is what hangar_details shows of a server on the front door.
+func (f *FrontDoor) Details(server string) map[string]any {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	tools := make([]binding, 0, len(f.byServer[server]))
+	for _, b := range f.byServer[server] {
+		tools = append(tools, *b)
+	}
+	var version any
+	if v, ok := f.versions[server]; ok {
+		version = v
+	}
+	out := f.extrasDetails(server)
+	out["exposed"] = !f.hidden[server]
+	out["catalog_version"] = version
+	out["tools"] = tools
+	return out
+}

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// A server's catalog is known without starting it when it ran before: the
+// provider keeps the tools of its last run in memory, and the front door
+// keeps them in the store (when there is one) with their hash and the
+// image they came from, so the next boot knows them too. A cached catalog
+// is used only while the server still runs the same image.
+
+// toolCatalog is one server's known tools.
+type toolCatalog struct {
+	Version string // catalog_version: a hash of Tools
+	Image   string // what the catalog was read from (the image reference)
+	Tools   []mcpconn.Tool
+}
+
+// storedCatalog is the JSON kept in store.CachedCatalog.Catalog: the
+// tools, and the resources, templates and prompts when they were read.
+type storedCatalog struct {
+	Tools  []mcpconn.Tool `json:"tools"`
+	Extras *extras        `json:"extras,omitempty"`
+}
+
+// catalogVersion hashes a catalog; the same tools give the same version.
+func catalogVersion(tools []mcpconn.Tool) string {
+	sorted := append([]mcpconn.Tool(nil), tools...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	b, _ := json.Marshal(sorted)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// imageOf is what a catalog is tied to: a container's image, or the
+// endpoint or command of a server that has none.
+func imageOf(s *config.Server) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.Image != "":
+		return s.Image
+	case s.Endpoint != "":
+		return s.Endpoint
+	}
+	b, _ := json.Marshal(s.Command)
+	return string(b)
+}
+
+// storeTimeout bounds each store call: the front door must not hang on it.
+const storeTimeout = 5 * time.Second
+
+// loadCatalog returns the stored catalog of server when it was read from
+// the same image.
+func loadCatalog(ctx context.Context, st store.Catalogs, server, image string) (toolCatalog, *extras, bool, error) {
+	if st == nil {
+		return toolCatalog{}, nil, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	c, err := st.Catalog(ctx, server)
+	if errors.Is(err, store.ErrNotFound) {
+		return toolCatalog{}, nil, false, nil
+	}
+	if err != nil {
+		return toolCatalog{}, nil, false, err
+	}
+	if c.ImageDigest != image {
+		return toolCatalog{}, nil, false, nil
+	}
+	var sc storedCatalog
+	if err := json.Unmarshal(c.Catalog, &sc); err != nil {
+		return toolCatalog{}, nil, false, err
+	}
+	if sc.Extras != nil {
+		sc.Extras.Image = image
+	}
+	return toolCatalog{Version: c.Version, Image: c.ImageDigest, Tools: sc.Tools}, sc.Extras, len(sc.Tools) > 0, nil
+}
+
+// saveCatalog keeps c (and x, when known) as server's catalog.
+func saveCatalog(ctx context.Context, st store.Catalogs, server string, c toolCatalog, x *extras) error {
+	if st == nil {
+		return nil
+	}
+	b, err := json.Marshal(storedCatalog{Tools: c.Tools, Extras: x})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	return st.PutCatalog(ctx, store.CachedCatalog{Server: server, Version: c.Version, ImageDigest: c.Image, Catalog: b, UpdatedAt: time.Now()})
+}

@@ -1,0 +1,351 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// Resources, resource templates and prompts on the front door. They are
+// read from a provider while it runs (never started for it), and served
+// like its tools: resources and templates keep their URIs, and when two
+// servers offer the same one the first server by ID keeps it and the other
+// is reported as shadowed; prompts are named like tools. Reads and gets go
+// to the owner, which a call may start.
+
+// extrasTimeout bounds reading a running provider's lists.
+const extrasTimeout = 5 * time.Second
+
+// extras is one server's resources, templates and prompts, raw.
+type extras struct {
+	Image     string            `json:"-"`
+	Resources []json.RawMessage `json:"resources,omitempty"`
+	Templates []json.RawMessage `json:"resourceTemplates,omitempty"`
+	Prompts   []json.RawMessage `json:"prompts,omitempty"`
+}
+
+// extrasView is what the front door serves of every server's extras.
+type extrasView struct {
+	resourceOwner map[string]string     // uri → server
+	templateOwner map[string]string     // uri template → server
+	shadowed      map[string][]string   // server → URIs (and templates) another server keeps
+	prompts       map[string]*binding   // callable prompt name → binding
+	promptsOf     map[string][]*binding // by server
+}
+
+// fetchExtras reads the lists of a running server; nothing is started. It
+// reports whether the server was there to ask (a server whose lists fail
+// is not asked again until its catalog changes).
+func (f *FrontDoor) fetchExtras(ctx context.Context, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, extrasTimeout)
+	defer cancel()
+	var x extras
+	err := f.src.Extras(ctx, id, false, func(ctx context.Context, b provider.Extras) error {
+		var err error
+		if x.Resources, err = b.ListAll(ctx, mcpconn.KindResources); err != nil {
+			return fmt.Errorf("resources/list: %w", err)
+		}
+		if x.Templates, err = b.ListAll(ctx, mcpconn.KindResourceTemplates); err != nil {
+			return fmt.Errorf("resources/templates/list: %w", err)
+		}
+		if x.Prompts, err = b.ListAll(ctx, mcpconn.KindPrompts); err != nil {
+			return fmt.Errorf("prompts/list: %w", err)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, provider.ErrNotRunning):
+		return false
+	case errors.Is(err, provider.ErrNoExtras):
+		return true
+	case err != nil:
+		f.log.Warn("resources and prompts not read", FieldServer, id, FieldError, err)
+		return true
+	}
+	f.extrasMu.Lock()
+	f.extras[id] = x
+	f.extrasMu.Unlock()
+	return true
+}
+
+// refreshExtras reads the extras of servers that run and whose catalog is
+// new, then serves what changed. It runs at the end of Refresh.
+func (f *FrontDoor) refreshExtras(ctx context.Context, servables []Servable) {
+	f.mu.RLock()
+	versions, hidden := f.versions, f.hidden
+	f.mu.RUnlock()
+	for _, sv := range servables {
+		if sv.Cold {
+			continue
+		}
+		key := imageOf(sv.Spec) + "\x00" + versions[sv.ID]
+		if f.extrasKey[sv.ID] == key {
+			continue
+		}
+		if f.fetchExtras(ctx, sv.ID) {
+			f.extrasKey[sv.ID] = key
+		}
+	}
+
+	f.extrasMu.Lock()
+	all := make(map[string]extras, len(f.extras))
+	for k, v := range f.extras {
+		all[k] = v
+	}
+	f.extrasMu.Unlock()
+
+	// Keep what was read, with the tools, for the next boot.
+	for _, sv := range servables {
+		x, ok := all[sv.ID]
+		c, known := f.cache[sv.ID]
+		if !ok || !known || sv.Predefined {
+			continue
+		}
+		key := c.Version + "\x00" + extrasHash(x)
+		if f.extrasSaved[sv.ID] == key {
+			continue
+		}
+		if err := saveCatalog(ctx, f.Catalogs, sv.ID, c, &x); err != nil {
+			f.log.Warn("catalog not stored", FieldServer, sv.ID, FieldError, err)
+			continue
+		}
+		f.extrasSaved[sv.ID] = key
+	}
+
+	view := extrasView{resourceOwner: map[string]string{}, templateOwner: map[string]string{}, shadowed: map[string][]string{},
+		prompts: map[string]*binding{}, promptsOf: map[string][]*binding{}}
+	resources := map[string]mcp.Resource{}
+	templates := map[string]mcp.ResourceTemplate{}
+	promptDefs := map[nameRequest]mcp.Prompt{}
+	var promptReqs []nameRequest
+	var sig strings.Builder
+	for _, sv := range servables { // sorted by ID: the first keeps a URI
+		x, ok := all[sv.ID]
+		if !ok || hidden[sv.ID] {
+			continue
+		}
+		for _, raw := range x.Resources {
+			var r mcp.Resource
+			if json.Unmarshal(raw, &r) != nil || r.URI == "" {
+				continue
+			}
+			if _, taken := view.resourceOwner[r.URI]; taken {
+				view.shadowed[sv.ID] = append(view.shadowed[sv.ID], r.URI)
+				continue
+			}
+			view.resourceOwner[r.URI] = sv.ID
+			resources[r.URI] = r
+			fmt.Fprintf(&sig, "r %s %s %s\n", sv.ID, r.URI, raw)
+		}
+		for _, raw := range x.Templates {
+			var t mcp.ResourceTemplate
+			var u struct {
+				URITemplate string `json:"uriTemplate"`
+			}
+			if json.Unmarshal(raw, &u) != nil || u.URITemplate == "" || json.Unmarshal(raw, &t) != nil {
+				continue
+			}
+			if _, taken := view.templateOwner[u.URITemplate]; taken {
+				view.shadowed[sv.ID] = append(view.shadowed[sv.ID], u.URITemplate)
+				continue
+			}
+			view.templateOwner[u.URITemplate] = sv.ID
+			templates[u.URITemplate] = t
+			fmt.Fprintf(&sig, "t %s %s %s\n", sv.ID, u.URITemplate, raw)
+		}
+		prefix := ""
+		if f.naming != config.NamingFlat {
+			prefix = sv.ID
+			if sv.Spec != nil && sv.Spec.Prefix != "" {
+				prefix = sv.Spec.Prefix
+			}
+		}
+		for _, raw := range x.Prompts {
+			var p mcp.Prompt
+			if json.Unmarshal(raw, &p) != nil || p.Name == "" {
+				continue
+			}
+			r := nameRequest{Server: sv.ID, Prefix: prefix, Tool: p.Name}
+			if _, dup := promptDefs[r]; dup {
+				continue
+			}
+			promptDefs[r] = p
+			promptReqs = append(promptReqs, r)
+			fmt.Fprintf(&sig, "p %s %s %s\n", sv.ID, p.Name, raw)
+		}
+	}
+
+	var others []server.ServerPrompt
+	var otherResources []server.ServerResource
+	if f.srv != nil {
+		f.mu.RLock()
+		mine := f.view.prompts
+		mineRes := f.view.resourceOwner
+		f.mu.RUnlock()
+		for name, p := range f.srv.ListPrompts() {
+			if _, ok := mine[name]; !ok {
+				others = append(others, *p)
+			}
+		}
+		for uri, r := range f.srv.ListResources() {
+			if _, ok := mineRes[uri]; !ok {
+				otherResources = append(otherResources, *r)
+			}
+		}
+	}
+	taken := map[string]bool{}
+	for _, p := range others {
+		taken[p.Prompt.Name] = true
+	}
+	names := callableNames(promptReqs, func(n string) bool { return taken[n] })
+	for _, r := range promptReqs {
+		b := &binding{Callable: names[r], Server: r.Server, Tool: r.Tool}
+		view.prompts[b.Callable] = b
+		view.promptsOf[b.Server] = append(view.promptsOf[b.Server], b)
+		fmt.Fprintf(&sig, "n %s %s\n", b.Callable, b.Server)
+	}
+	for _, l := range view.promptsOf {
+		sort.Slice(l, func(i, j int) bool { return l[i].Callable < l[j].Callable })
+	}
+
+	f.mu.Lock()
+	f.view = view
+	f.mu.Unlock()
+	if f.srv == nil || sig.String() == f.extrasSig {
+		return
+	}
+	f.extrasSig = sig.String()
+
+	res := otherResources
+	for _, uri := range sortedKeys(resources) {
+		res = append(res, server.ServerResource{Resource: resources[uri], Handler: f.readResource(view.resourceOwner[uri])})
+	}
+	tpl := make([]server.ServerResourceTemplate, 0, len(templates))
+	for _, u := range sortedKeys(templates) {
+		tpl = append(tpl, server.ServerResourceTemplate{Template: templates[u], Handler: server.ResourceTemplateHandlerFunc(f.readResource(view.templateOwner[u]))})
+	}
+	prompts := others
+	for _, r := range promptReqs {
+		p := promptDefs[r]
+		p.Name = names[r]
+		prompts = append(prompts, server.ServerPrompt{Prompt: p, Handler: f.getPrompt(r.Server, r.Tool)})
+	}
+	// One replacement per kind: one list_changed per kind and change.
+	f.srv.SetResources(res...)
+	f.srv.SetResourceTemplates(tpl...)
+	f.srv.SetPrompts(prompts...)
+}
+
+// extrasHash identifies a set of extras.
+func extrasHash(x extras) string {
+	b, _ := json.Marshal(x)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// mayUse says whether the caller may reach server through the front door.
+func mayUse(ctx context.Context, server string) bool {
+	id, ok := auth.FromContext(ctx)
+	return !ok || (id.Has(auth.ScopeCall) && id.MayReach(server))
+}
+
+// readResource forwards resources/read to owner, which may be started.
+func (f *FrontDoor) readResource(owner string) server.ResourceHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		if !mayUse(ctx, owner) {
+			return nil, auth.MissingScope(auth.ServerScope(owner))
+		}
+		var raw json.RawMessage
+		err := f.src.Extras(ctx, owner, true, func(ctx context.Context, b provider.Extras) error {
+			var err error
+			raw, err = b.ReadResource(ctx, req.Params.URI)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		res, err := mcp.ParseReadResourceResult(&raw)
+		if err != nil {
+			return nil, fmt.Errorf("resources/read from %s: %w", owner, err)
+		}
+		return res.Contents, nil
+	}
+}
+
+// getPrompt forwards prompts/get to owner under the prompt's raw name.
+func (f *FrontDoor) getPrompt(owner, name string) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		var raw json.RawMessage
+		err := f.src.Extras(ctx, owner, true, func(ctx context.Context, b provider.Extras) error {
+			var err error
+			raw, err = b.GetPrompt(ctx, name, req.Params.Arguments)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return mcp.ParseGetPromptResult(&raw)
+	}
+}
+
+// promptFilter hides the prompts of servers a caller may not reach.
+func (f *FrontDoor) promptFilter(ctx context.Context, prompts []mcp.Prompt) []mcp.Prompt {
+	if _, ok := auth.FromContext(ctx); !ok {
+		return prompts
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := prompts[:0:0]
+	for _, p := range prompts {
+		if b, mine := f.view.prompts[p.Name]; mine && !mayUse(ctx, b.Server) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// extrasDetails is hangar_details' view of a server's resources and prompts.
+func (f *FrontDoor) extrasDetails(server string) map[string]any {
+	var resources []string
+	for uri, owner := range f.view.resourceOwner {
+		if owner == server {
+			resources = append(resources, uri)
+		}
+	}
+	for u, owner := range f.view.templateOwner {
+		if owner == server {
+			resources = append(resources, u)
+		}
+	}
+	sort.Strings(resources)
+	prompts := make([]binding, 0, len(f.view.promptsOf[server]))
+	for _, b := range f.view.promptsOf[server] {
+		prompts = append(prompts, *b)
+	}
+	shadowed := append([]string{}, f.view.shadowed[server]...)
+	return map[string]any{"resources": nonNil(resources), "shadowed": shadowed, "prompts": prompts}
+}

@@ -1,0 +1,162 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/group"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
+)
+
+// FrontDoorSource is everything the front door needs from the rest of the
+// gateway: which servers may be served, a way to call them, and a way to
+// learn a catalog. Today it is the provider manager and the group registry
+// (managerSource); the catalog can take its place.
+type FrontDoorSource interface {
+	// Servable lists the servers agents may see, sorted by ID: top-level
+	// providers and groups; never a group member, nor a pending or
+	// quarantined server. It does no I/O and starts nothing.
+	Servable() []Servable
+	// Call invokes tool on server (a provider or a group ID) the way
+	// hangar_call does: single-flight cold start, limits, breaker and
+	// failover, metrics. args go to the provider as they are (raw JSON).
+	Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
+	// Prefetch learns the catalog of a COLD provider: it starts it, reads
+	// its tools, runs whileUp (which reads the rest) and stops it again. A
+	// provider that is not COLD, or a group, is left alone.
+	Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error
+	// Extras runs f on server's backend (for a group, a member's): with
+	// start it is started if need be, like a call; without, f runs only on
+	// a backend already running, else provider.ErrNotRunning.
+	Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error
+}
+
+// Servable is one server as the front door sees it.
+type Servable struct {
+	ID    string
+	Group bool
+	Spec  *config.Server // prefix, image
+	// Hidden: its tools are not listed (expose: false, or an installed
+	// server without allow_implicit_invocation); it stays callable.
+	Hidden bool
+	// Tools is the catalog the server has now (after its tool access
+	// policy), from its last run or from config; empty when not known.
+	Tools []mcpconn.Tool
+	// Predefined says Tools come from the config, not from the server.
+	Predefined bool
+	// Cold says the server has no backend running (prefetch candidates).
+	Cold bool
+}
+
+// managerSource serves the providers of a Manager and the groups of a
+// Registry.
+type managerSource struct {
+	providers *provider.Manager
+	groups    *group.Registry
+	// call is the gateway's way to a server (Gateway.callServer): server
+	// filter, policy, audit; nil calls the provider or group directly.
+	call func(ctx context.Context, action, server, tool string, args any) (*mcp.CallToolResult, error)
+	// exposed decides Servable.Hidden (Gateway.exposed); nil: the spec's
+	// expose.
+	exposed func(id string, spec *config.Server) bool
+}
+
+func (s managerSource) hidden(id string, spec *config.Server) bool {
+	if s.exposed != nil {
+		return !s.exposed(id, spec)
+	}
+	return spec != nil && spec.Hidden
+}
+
+var _ FrontDoorSource = managerSource{}
+
+func (s managerSource) Servable() []Servable {
+	var out []Servable
+	for _, p := range s.providers.List() {
+		if _, member := s.providers.GroupOf(p.ID()); member {
+			continue
+		}
+		out = append(out, Servable{ID: p.ID(), Spec: p.Spec(), Hidden: s.hidden(p.ID(), p.Spec()), Tools: p.Tools(), Predefined: p.Predefined(), Cold: p.State() == provider.Cold})
+	}
+	for _, g := range s.groups.List() {
+		sv := Servable{ID: g.ID(), Group: true, Spec: g.Spec(), Hidden: s.hidden(g.ID(), g.Spec())}
+		// A group's catalog is its members': the first one that knows it.
+		for _, m := range g.Members() {
+			if tools := m.Tools(); len(tools) > 0 {
+				sv.Tools, sv.Predefined = tools, m.Predefined()
+				break
+			}
+		}
+		out = append(out, sv)
+	}
+	sortServable(out)
+	return out
+}
+
+func (s managerSource) Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+	if s.call != nil {
+		return s.call(ctx, ActionFrontDoorCall, server, tool, args)
+	}
+	if grp, ok := s.groups.Get(server); ok {
+		return grp.Call(ctx, tool, args)
+	}
+	p, ok := s.providers.Get(server)
+	if !ok {
+		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
+	}
+	return p.Call(ctx, tool, args)
+}
+
+// ReasonPrefetched is the stop reason of a provider started only to read
+// its catalog.
+const ReasonPrefetched = "catalog_prefetched"
+
+func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error {
+	p, ok := s.providers.Get(server)
+	if !ok || p.State() != provider.Cold || p.Predefined() {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	defer cancel()
+	if _, err := p.Start(sctx); err != nil {
+		// A failed prefetch is not the provider's record: it stays COLD,
+		// with no failed start counted, for the first real call to try.
+		_ = p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, false)
+		return err
+	}
+	if whileUp != nil {
+		whileUp(sctx)
+	}
+	// Graceful: a call that arrived meanwhile finishes first.
+	return p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, true)
+}
+
+func sortServable(s []Servable) {
+	sort.Slice(s, func(i, j int) bool { return s[i].ID < s[j].ID })
+}
+
+func (s managerSource) Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error {
+	var candidates []*provider.Provider
+	if grp, ok := s.groups.Get(server); ok {
+		candidates = grp.Members()
+	} else if p, ok := s.providers.Get(server); ok {
+		candidates = []*provider.Provider{p}
+	} else {
+		return &provider.Error{Kind: provider.KindUnknownServer, ID: server}
+	}
+	// A running member first; else, when starting is allowed, the first.
+	for _, p := range candidates {
+		if err := p.ExtrasIfRunning(ctx, f); !errors.Is(err, provider.ErrNotRunning) {
+			return err
+		}
+	}
+	if !start || len(candidates) == 0 {
+		return provider.ErrNotRunning
+	}
+	return candidates[0].UseExtras(ctx, f)
+}

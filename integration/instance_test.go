@@ -71,7 +71,9 @@ func TestInstanceKill9ThenRestart(t *testing.T) {
 	name := newInstance(t)
 	// An HTTP provider: its container keeps running when the gateway dies
 	// (a stdio one would end with its stdin), so only the reaper removes it.
+	// No prefetch: the test counts the containers the first call starts.
 	cfg := writeConfig(t, `
+front_door: {prefetch: false}
 mcp_servers:
   web:
     mode: docker

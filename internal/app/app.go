@@ -289,6 +289,7 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 		p, ok := svc.Policy(id)
 		return p.AllowImplicitInvocation, ok
 	}
+	svc.Bindings = frontDoorBindings{a.Gateway}
 	a.Gateway.Management = svc
 	a.Gateway.Refuse = svc.Refuse
 	a.Gateway.Hooks = svc.Notifier.Hooks()
@@ -452,4 +453,20 @@ func (a *App) Close(ctx context.Context) error {
 		err = serr
 	}
 	return err
+}
+
+// frontDoorBindings is management's recent_bindings: the front door's
+// callable names of a server (none in egress mode).
+type frontDoorBindings struct{ g *gateway.Gateway }
+
+func (b frontDoorBindings) RecentBindings(server string, limit int) []manage.Binding {
+	fd := b.g.FrontDoor
+	if fd == nil {
+		return nil
+	}
+	var out []manage.Binding
+	for _, x := range fd.Bindings(server, limit) {
+		out = append(out, manage.Binding{CallableName: x.Callable, RawToolName: x.Tool, CatalogVersion: x.CatalogVersion, BoundAt: x.BoundAt})
+	}
+	return out
 }

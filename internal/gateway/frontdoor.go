@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,7 +42,32 @@ type binding struct {
 	Tool     string `json:"tool"`
 	Group    bool   `json:"-"`
 	Version  string `json:"-"`
-	def      mcpconn.Tool
+	// BoundAt is when this name was first bound to this tool and catalog
+	// version (a refresh that changes nothing keeps it).
+	BoundAt time.Time `json:"bound_at"`
+	def     mcpconn.Tool
+}
+
+// Bound is one callable name of a server and the raw tool it calls.
+type Bound struct {
+	Callable, Tool, CatalogVersion string
+	BoundAt                        time.Time
+}
+
+// Bindings lists server's callable names, most recently bound first, at
+// most limit.
+func (f *FrontDoor) Bindings(server string, limit int) []Bound {
+	f.mu.RLock()
+	out := make([]Bound, 0, len(f.byServer[server]))
+	for _, b := range f.byServer[server] {
+		out = append(out, Bound{Callable: b.Callable, Tool: b.Tool, CatalogVersion: b.Version, BoundAt: b.BoundAt})
+	}
+	f.mu.RUnlock()
+	slices.SortStableFunc(out, func(a, b Bound) int { return b.BoundAt.Compare(a.BoundAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 // FrontDoor serves provider tools by callable name.
@@ -227,10 +253,14 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 
 	bindings := make(map[string]*binding, len(reqs))
 	byServer := map[string][]*binding{}
+	now := time.Now().UTC()
 	var sig strings.Builder
 	for _, r := range reqs {
 		e := entries[r]
-		b := &binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.sv.Group, Version: versions[r.Server], def: e.def}
+		b := &binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.sv.Group, Version: versions[r.Server], BoundAt: now, def: e.def}
+		if prev := f.binding(b.Callable); prev != nil && prev.Server == b.Server && prev.Tool == b.Tool && prev.Version == b.Version {
+			b.BoundAt = prev.BoundAt
+		}
 		bindings[b.Callable] = b
 		byServer[b.Server] = append(byServer[b.Server], b)
 	}

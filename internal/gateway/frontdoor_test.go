@@ -675,3 +675,36 @@ func TestFrontDoorSamplingRelayed(t *testing.T) {
 		})
 	}
 }
+
+// Bindings name each callable's raw tool and keep the time it was first
+// bound across refreshes that change nothing; the management policy
+// (Exposed) keeps an installed server off the front door.
+func TestFrontDoorBindingsAndPolicy(t *testing.T) {
+	t.Parallel()
+	sum := []config.ToolDef{{Name: "sum", Description: "adds", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	a := server("a")
+	a.Prefix = "rn"
+	a.Tools.Predefined = sum
+	b := server("b")
+	b.Tools.Predefined = sum
+	h := newFrontDoor(t, nil, nil, nil, a, b)
+	// b is an install without allow_implicit_invocation; a has no policy.
+	h.g.Exposed = func(id string) (bool, bool) { return false, id == "b" }
+	h.refresh(t)
+
+	got := h.g.FrontDoor.Bindings("a", 10)
+	if len(got) != 1 || got[0].Callable != "rn__sum" || got[0].Tool != "sum" || got[0].CatalogVersion == "" || got[0].BoundAt.IsZero() {
+		t.Fatalf("bindings of a = %+v", got)
+	}
+	h.refresh(t)
+	if again := h.g.FrontDoor.Bindings("a", 10); len(again) != 1 || !again[0].BoundAt.Equal(got[0].BoundAt) {
+		t.Errorf("a refresh that changed nothing rebound: %+v then %+v", got, again)
+	}
+	if names := providerNames(toolList(t, t.Context(), h.srv)); strings.Join(names, ",") != "rn__sum" {
+		t.Errorf("listed %v, want only rn__sum (b is not implicit)", names)
+	}
+	// Not implicit: no callable name at all (hangar_call still reaches it).
+	if bs := h.g.FrontDoor.Bindings("b", 10); len(bs) != 0 {
+		t.Errorf("a server that is not implicit is bound: %+v", bs)
+	}
+}

@@ -190,17 +190,31 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if pins == nil {
 		pins = a.Store
 	}
+	// Provider quarantines (tools or image changed) are kept in the store
+	// and restored into each provider as it is registered.
+	quarantines, err := gateway.LoadQuarantines(ctx, a.Store)
+	if err != nil {
+		log.Error("provider quarantines not restored", "error", err)
+	}
 	// Installed servers' secrets are resolved from the keystore at launch.
 	a.Providers = provider.NewManager(&manage.SecretLauncher{Next: launcher, Secrets: a.Store}, provider.Options{
-		Log:      log,
-		Global:   provider.NewLimiter(cfg.Execution.MaxConcurrency),
-		Events:   sink,
-		ToolGate: pin.New(pins),
+		Log:         log,
+		Global:      provider.NewLimiter(cfg.Execution.MaxConcurrency),
+		Events:      sink,
+		ToolGate:    pin.New(pins),
+		Images:      a.Images,
+		Quarantines: quarantines,
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
 	a.Gateway.Store = a.Store
 	a.Gateway.Images = a.Images
+	quarantines.SourceOf = func(id string) string {
+		if e, ok := a.Gateway.Catalog.Get(id); ok {
+			return string(e.Source)
+		}
+		return ""
+	}
 	a.Images.Settings = func() config.Images { return a.Gateway.Config().Images }
 	a.Gateway.AuditStore = o.Audit
 	if a.Gateway.AuditStore == nil {

@@ -66,7 +66,7 @@ type imageGate struct {
 
 type refused struct{ detail string }
 
-func (r *refused) Error() string                       { return "image_changed: " + r.detail }
+func (r *refused) Error() string                      { return "image_changed: " + r.detail }
 func (r *refused) QuarantineReason() (string, string) { return provider.ReasonImageChanged, r.detail }
 
 func (g *imageGate) Prepare(_ context.Context, s *config.Server) error {

@@ -18,7 +18,7 @@ import (
 // (backend.RefusedError).
 type imageRefusal struct{ reason, detail string }
 
-func (e *imageRefusal) Error() string                       { return e.reason + ": " + e.detail }
+func (e *imageRefusal) Error() string                      { return e.reason + ": " + e.detail }
 func (e *imageRefusal) QuarantineReason() (string, string) { return e.reason, e.detail }
 
 // memQuarantines is a QuarantineStore in memory.

@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/discovery"
@@ -219,6 +220,13 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.Gateway.AuditStore = o.Audit
 	if a.Gateway.AuditStore == nil {
 		a.Gateway.AuditStore = a.Store
+		// Off the call path: one goroutine writes the trail in batches;
+		// Close flushes it before the store closes.
+		if st, ok := a.Store.(audit.Store); ok {
+			w := audit.New(st, audit.Options{Dropped: audit.NewDroppedCounter(a.Metrics.Registry), Log: log.With("component", "audit")})
+			a.Gateway.AuditStore = w
+			a.goOwned(func() { w.Run(ctx) })
+		}
 	}
 	a.Gateway.Pins = pins
 	// The catalog registers every configured provider and group (with
@@ -239,6 +247,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
 			cancel()
+			a.wg.Wait() // the audit writer flushes before the store closes
 			_ = a.releaseLease(context.Background())
 			_ = cli.Close()
 			_ = a.Store.Close()

@@ -459,7 +459,7 @@ func hasQuarantineRecord(t *testing.T, g *gw, server, reason string) bool {
 		t.Fatal(err)
 	}
 	for _, d := range ds {
-		if d.Key == server && d.Kind == store.DecisionQuarantined && d.Reason == reason && d.Fingerprint == store.ProviderQuarantine {
+		if _, ok := store.IsProviderQuarantine(d); ok && d.Key == server && d.Reason == reason {
 			return true
 		}
 	}

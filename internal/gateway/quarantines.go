@@ -34,7 +34,7 @@ func LoadQuarantines(ctx context.Context, db store.Decisions) (*Quarantines, err
 		return q, fmt.Errorf("provider quarantines: %w", err)
 	}
 	for _, d := range ds {
-		if d.Kind == store.DecisionQuarantined && d.Fingerprint == store.ProviderQuarantine {
+		if _, ok := store.IsProviderQuarantine(d); ok {
 			q.records[d.Key] = d
 		}
 	}
@@ -49,13 +49,14 @@ func (q *Quarantines) Restored(server string) (provider.Quarantine, bool) {
 	if !ok {
 		return provider.Quarantine{}, false
 	}
-	return provider.Quarantine{Reason: d.Reason, Detail: d.Detail, Since: d.At}, true
+	image, _ := store.IsProviderQuarantine(d)
+	return provider.Quarantine{Reason: d.Reason, Detail: d.Detail, Since: d.At, Image: image}, true
 }
 
 // Save implements provider.QuarantineStore: written through, then
 // remembered.
 func (q *Quarantines) Save(ctx context.Context, server string, pq provider.Quarantine) error {
-	d := store.Decision{Key: server, Kind: store.DecisionQuarantined, Fingerprint: store.ProviderQuarantine,
+	d := store.Decision{Key: server, Kind: store.DecisionQuarantined, Fingerprint: store.ProviderQuarantineFingerprint(pq.Image),
 		Reason: pq.Reason, Detail: pq.Detail, At: pq.Since.UTC()}
 	if q.SourceOf != nil {
 		d.Source = q.SourceOf(server)

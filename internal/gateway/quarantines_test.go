@@ -152,7 +152,7 @@ func TestImageChangedQuarantine(t *testing.T) {
 	}
 	checkShown(h)
 	d, ok := db.get("math")
-	if !ok || d.Reason != "image_changed" || d.Source != "installed" || d.Fingerprint != store.ProviderQuarantine || !strings.Contains(d.Detail, "sha256:bbb") {
+	if !ok || d.Reason != "image_changed" || d.Source != "installed" || d.Fingerprint != store.ProviderQuarantineFingerprint("example/math") || !strings.Contains(d.Detail, "sha256:bbb") {
 		t.Fatalf("stored decision = %+v, %v", d, ok)
 	}
 

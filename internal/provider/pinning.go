@@ -109,6 +109,10 @@ type Quarantine struct {
 	Detail  string // readable: one line per change
 	Changes []ToolChange
 	Since   time.Time
+	// Image is the image reference an image verdict (image_changed,
+	// signature_invalid) was about; "" for a tool verdict. A restored one
+	// no longer applies once the server runs another reference.
+	Image string
 	// pending is the tools/list that caused it: what AcceptTools pins.
 	pending []mcpconn.Tool
 	// restored: read back from the QuarantineStore at start-up, so
@@ -140,6 +144,13 @@ func (p *Provider) restoreQuarantine() {
 	}
 	q, ok := p.opts.Quarantines.Restored(p.id)
 	if !ok {
+		return
+	}
+	if q.blocksStart() && q.Image != p.spec.Image {
+		// An image verdict about a reference the server no longer runs
+		// (the operator changed it): the image gate judges the new one,
+		// and the next sync deletes the stale record.
+		p.savedQuarantine = persistKey(&q)
 		return
 	}
 	q.restored, q.pending, q.Changes = true, nil, slices.Clone(q.Changes)
@@ -191,7 +202,7 @@ const quarantineWriteTimeout = 10 * time.Second
 func (p *Provider) refused(r Refusal) *Error {
 	reason, detail := r.QuarantineReason()
 	prev := p.quarantine
-	q := &Quarantine{Reason: reason, Detail: detail, Since: p.opts.Now()}
+	q := &Quarantine{Reason: reason, Detail: detail, Since: p.opts.Now(), Image: p.spec.Image}
 	if prev != nil && prev.Reason == reason {
 		q.Since = prev.Since
 	}

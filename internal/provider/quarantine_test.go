@@ -97,7 +97,7 @@ func TestImageChangedQuarantine(t *testing.T) {
 	if !ok || q.Reason != provider.ReasonImageChanged || q.Detail != detail {
 		t.Fatalf("quarantine = %+v, %v", q, ok)
 	}
-	if rec, ok := qs.get("math"); !ok || rec.Reason != provider.ReasonImageChanged || rec.Detail != detail {
+	if rec, ok := qs.get("math"); !ok || rec.Reason != provider.ReasonImageChanged || rec.Detail != detail || rec.Image != "example/math" {
 		t.Errorf("stored record = %+v, %v", rec, ok)
 	}
 	if _, err := p.Call(t.Context(), "add", nil); kindOf(t, err) != provider.KindQuarantined {
@@ -166,7 +166,7 @@ func TestQuarantineSurvivesRestart(t *testing.T) {
 		t.Parallel()
 		qs := newMemQuarantines()
 		since := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-		qs.m["math"] = provider.Quarantine{Reason: provider.ReasonImageChanged, Detail: "old → new", Since: since}
+		qs.m["math"] = provider.Quarantine{Reason: provider.ReasonImageChanged, Detail: "old → new", Since: since, Image: "example/math"}
 		l := newPreparing("add")
 		p := provider.New(spec("math"), l, provider.Options{Images: &approver{l: l}, Quarantines: qs})
 		if q, ok := p.Quarantined(); !ok || q.Reason != provider.ReasonImageChanged || !q.Since.Equal(since) {
@@ -183,6 +183,25 @@ func TestQuarantineSurvivesRestart(t *testing.T) {
 		}
 		if _, err := p.Call(t.Context(), "add", nil); err != nil {
 			t.Errorf("call after Approve: %v", err)
+		}
+	})
+	t.Run("image of another reference", func(t *testing.T) {
+		t.Parallel()
+		// The operator changed the server's image since: the verdict on
+		// the old reference does not hold the new one back, and the
+		// stale record goes at the next start.
+		qs := newMemQuarantines()
+		qs.m["math"] = provider.Quarantine{Reason: provider.ReasonImageChanged, Detail: "old → new", Image: "example/old"}
+		l := newPreparing("add")
+		p := provider.New(spec("math"), l, provider.Options{Quarantines: qs})
+		if q, ok := p.Quarantined(); ok {
+			t.Fatalf("quarantined by a verdict on another image: %+v", q)
+		}
+		if _, err := p.Call(t.Context(), "add", nil); err != nil {
+			t.Fatalf("call = %v", err)
+		}
+		if _, ok := qs.get("math"); ok {
+			t.Error("stale record kept after a good start")
 		}
 	})
 	t.Run("tools", func(t *testing.T) {

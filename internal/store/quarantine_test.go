@@ -5,8 +5,8 @@ import "testing"
 func TestIsProviderQuarantine(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		d         Decision
-		image     string
+		d          Decision
+		image      string
 		isProvider bool
 	}{
 		{Decision{Kind: DecisionQuarantined, Fingerprint: ProviderQuarantineFingerprint("")}, "", true},

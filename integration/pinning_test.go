@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-hangar/hangar/internal/app"
+	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // TestRugPullQuarantine plays a rug pull against a real container: the
@@ -135,5 +138,61 @@ func TestSessionsOverHTTP(t *testing.T) {
 	}
 	if r := post(list, id); r.StatusCode != http.StatusNotFound {
 		t.Errorf("after DELETE: %d, want 404", r.StatusCode)
+	}
+}
+
+// TestQuarantineSurvivesRestart: a provider quarantined by a rug pull is
+// still quarantined after the gateway restarts on the same data dir (the
+// record is a decision in the SQL store), before anything starts it:
+// hangar_quarantine lists it, calls are refused; hangar_approve then
+// starts it, re-pins what it serves and deletes the record.
+func TestQuarantineSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	instance := newInstance(t)
+	path := writeConfig(t, `
+mcp_servers:
+  kit:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    start_timeout_s: 30
+    health_check_interval_s: 1
+    env: {TESTKIT_MUTATE_TOOLS: "1"}
+`)
+	t.Run("first run is rug-pulled", func(t *testing.T) {
+		g := startGatewayFile(t, path, app.Options{Instance: instance, DataDir: dataDir})
+		s := connect(t, g.MCPURL)
+		s.mustCall(t, "hangar_start", map[string]any{"mcp_server": "kit"})
+		if r := s.callOne(t, "kit", "mutate_description", nil); r["success"] != true {
+			t.Fatalf("mutate_description: %v", r)
+		}
+		waitFor(t, 30*time.Second, "the health check to quarantine the changed provider", func() bool {
+			return s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "kit"})["quarantine"] != nil
+		})
+	})
+
+	g := startGatewayFile(t, path, app.Options{Instance: instance, DataDir: dataDir})
+	s := connect(t, g.MCPURL)
+	ql, _ := s.mustCall(t, "hangar_quarantine", nil)["quarantined"].([]any)
+	if len(ql) != 1 || str(ql[0].(map[string]any), "name") != "kit" || str(ql[0].(map[string]any), "reason") != "tool_schema_changed" {
+		t.Fatalf("hangar_quarantine after restart = %v, want kit with tool_schema_changed", ql)
+	}
+	if r := s.callOne(t, "kit", "echo", map[string]any{"text": "x"}); str(r, "error_type") != "quarantined" {
+		t.Errorf("call after restart = %v, want quarantined", r)
+	}
+	if a := s.mustCall(t, "hangar_approve", map[string]any{"mcp_server": "kit"}); a["approved"] != true || str(a, "reason") != "tool_schema_changed" {
+		t.Fatalf("hangar_approve after restart = %v", a)
+	}
+	if r := s.callOne(t, "kit", "echo", map[string]any{"text": "after"}); r["success"] != true {
+		t.Errorf("echo after approval: %v", r)
+	}
+	ds, err := g.App.Store.Decisions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Key == "kit" && d.Kind == store.DecisionQuarantined {
+			t.Errorf("quarantine record kept after approval: %+v", d)
+		}
 	}
 }

@@ -362,7 +362,10 @@ func (q *memQuarantine) reason(server string) string {
 }
 
 // TestPullMovedTagQuarantined: a pinned server whose tag moves to another
-// image is quarantined as image_changed instead of starting it.
+// image is quarantined as image_changed instead of starting it: the same
+// provider quarantine a tool change causes (calls refused as quarantined,
+// shown in hangar_details and hangar_quarantine), lifted by hangar_approve,
+// after which it starts on the new digest.
 func TestPullMovedTagQuarantined(t *testing.T) {
 	t.Parallel()
 	reg := startRegistry(t, "", "")
@@ -373,31 +376,94 @@ func TestPullMovedTagQuarantined(t *testing.T) {
 mcp_servers:
   math: {mode: docker, image: %q, pull: always, pin_digest: true}
 `, ref))
-	q := &memQuarantine{reasons: map[string]string{}}
 	g.App.Images.Pins = newMemDigests()
-	g.App.Images.Quarantine = q
 	s := connect(t, g.MCPURL)
 	if r := s.callOne(t, "math", "add", map[string]any{"a": 1, "b": 1}); r["success"] != true {
 		t.Fatalf("first call = %v", r)
 	}
 	s.mustCall(t, "hangar_stop", map[string]any{"mcp_server": "math"})
 
-	// The tag now names another image.
+	// The tag now names another image (testkit serves add too).
 	_, second := reg.push(t, "mcp-hangar/testkit:dev", "hangar-test/math", tag)
 	if second == first {
 		t.Fatal("test setup: both images have one digest")
 	}
 	r := result(t, s.mustCall(t, "hangar_call", one("math", "add", map[string]any{"a": 1, "b": 1})))
 	msg := fmt.Sprint(r["error"])
-	if r["success"] == true || !strings.Contains(msg, "image_changed") || !strings.Contains(msg, second) || !strings.Contains(msg, first) {
-		t.Fatalf("call after the tag moved = %v, want image_changed naming both digests", r)
-	}
-	if got := q.reason("math"); got != "image_changed" {
-		t.Errorf("quarantine reason %q, want image_changed", got)
+	if r["success"] == true || r["error_type"] != "quarantined" || !strings.Contains(msg, "image_changed") ||
+		!strings.Contains(msg, second) || !strings.Contains(msg, first) {
+		t.Fatalf("call after the tag moved = %v, want quarantined: image_changed naming both digests", r)
 	}
 	if n := countContainers(t, g.Instance, "math"); n != 0 {
 		t.Errorf("%d containers of the changed image were started", n)
 	}
+	d := s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "math"})
+	q, _ := d["quarantine"].(map[string]any)
+	if q["reason"] != "image_changed" || !strings.Contains(fmt.Sprint(q["detail"]), second) {
+		t.Errorf("hangar_details quarantine = %v, want image_changed with the new digest", d["quarantine"])
+	}
+	ql, _ := s.mustCall(t, "hangar_quarantine", nil)["quarantined"].([]any)
+	found := false
+	for _, e := range ql {
+		if m, _ := e.(map[string]any); m["name"] == "math" && m["reason"] == "image_changed" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("hangar_quarantine = %v, want math with image_changed", ql)
+	}
+	// Still refused before approval, and the stored record is there.
+	if r := s.callOne(t, "math", "add", map[string]any{"a": 1, "b": 1}); r["error_type"] != "quarantined" {
+		t.Errorf("second call before approval = %v", r)
+	}
+	if !hasQuarantineRecord(t, g, "math", "image_changed") {
+		t.Error("no quarantine decision in the store")
+	}
+
+	a := s.mustCall(t, "hangar_approve", map[string]any{"mcp_server": "math"})
+	if a["approved"] != true || a["reason"] != "image_changed" {
+		t.Fatalf("hangar_approve = %v", a)
+	}
+	if hasQuarantineRecord(t, g, "math", "image_changed") {
+		t.Error("the quarantine decision outlived the approval")
+	}
+	// The new image starts; it serves other tools (testkit's), so the
+	// tool pins quarantine it next, and the same hangar_approve accepts
+	// those.
+	r = s.callOne(t, "math", "echo", map[string]any{"text": "hi"})
+	if r["error_type"] != "quarantined" || !strings.Contains(fmt.Sprint(r["error"]), "tool_schema_changed") {
+		t.Fatalf("call on the new image = %v, want its changed tools quarantined", r)
+	}
+	d = s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "math"})
+	if meta, _ := d["meta"].(map[string]any); meta["image_digest"] != second {
+		t.Errorf("image_digest after approval = %v, want the new digest %s", meta["image_digest"], second)
+	}
+	a = s.mustCall(t, "hangar_approve", map[string]any{"mcp_server": "math"})
+	if a["approved"] != true || a["reason"] != "tool_schema_changed" {
+		t.Fatalf("second hangar_approve = %v", a)
+	}
+	if r := s.callOne(t, "math", "echo", map[string]any{"text": "hi"}); r["success"] != true {
+		t.Fatalf("call after both approvals = %v", r)
+	}
+	if hasQuarantineRecord(t, g, "math", "tool_schema_changed") {
+		t.Error("the tool quarantine decision outlived its approval")
+	}
+}
+
+// hasQuarantineRecord reports whether the gateway's store holds a
+// provider quarantine of server with reason.
+func hasQuarantineRecord(t *testing.T, g *gw, server, reason string) bool {
+	t.Helper()
+	ds, err := g.App.Store.Decisions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if _, ok := store.IsProviderQuarantine(d); ok && d.Key == server && d.Reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 // TestPullSignatureVerification: with verify on, an unsigned image is

@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -195,12 +196,20 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if pins == nil {
 		pins = a.Store
 	}
+	// Provider quarantines (tools or image changed) are kept in the store
+	// and restored into each provider as it is registered.
+	quarantines, err := gateway.LoadQuarantines(ctx, a.Store)
+	if err != nil {
+		log.Error("provider quarantines not restored", "error", err)
+	}
 	// Installed servers' secrets are resolved from the keystore at launch.
 	a.Providers = provider.NewManager(&manage.SecretLauncher{Next: launcher, Secrets: a.Store}, provider.Options{
-		Log:      log,
-		Global:   provider.NewLimiter(cfg.Execution.MaxConcurrency),
-		Events:   sink,
-		ToolGate: pin.New(pins),
+		Log:         log,
+		Global:      provider.NewLimiter(cfg.Execution.MaxConcurrency),
+		Events:      sink,
+		ToolGate:    pin.New(pins),
+		Images:      a.Images,
+		Quarantines: quarantines,
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
@@ -212,10 +221,23 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	a.Gateway.Store = a.Store
 	a.Gateway.Images = a.Images
+	quarantines.SourceOf = func(id string) string {
+		if e, ok := a.Gateway.Catalog.Get(id); ok {
+			return string(e.Source)
+		}
+		return ""
+	}
 	a.Images.Settings = func() config.Images { return a.Gateway.Config().Images }
 	a.Gateway.AuditStore = o.Audit
 	if a.Gateway.AuditStore == nil {
 		a.Gateway.AuditStore = a.Store
+		// Off the call path: one goroutine writes the trail in batches;
+		// Close flushes it before the store closes.
+		if st, ok := a.Store.(audit.Store); ok {
+			w := audit.New(st, audit.Options{Dropped: audit.NewDroppedCounter(a.Metrics.Registry), Log: log.With("component", "audit")})
+			a.Gateway.AuditStore = w
+			a.goOwned(func() { w.Run(ctx) })
+		}
 	}
 	a.Gateway.Pins = pins
 	// The catalog registers every configured provider and group (with
@@ -244,6 +266,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if cfg.Discovery.Enabled {
 		if err := a.startDiscovery(ctx, launcher); err != nil {
 			cancel()
+			a.wg.Wait() // the audit writer flushes before the store closes
 			_ = a.releaseLease(context.Background())
 			_ = cli.Close()
 			_ = a.Store.Close()

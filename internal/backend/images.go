@@ -32,8 +32,10 @@ type DigestPins interface {
 
 var _ DigestPins = store.Digests(nil)
 
-// Quarantiner puts a server in quarantine until an operator approves it
-// again; the lead wires it to the catalog's quarantine (store.Decisions).
+// Quarantiner is told of a server the gate refused. The provider itself
+// is quarantined through the RefusedError it gets (provider.Refusal), which
+// is also where the record in the store is kept; this hook is for anything
+// else that must know.
 type Quarantiner interface {
 	Quarantine(ctx context.Context, server, reason, detail string) error
 }
@@ -55,7 +57,8 @@ type ImageGate struct {
 	Settings func() config.Images
 	// Pins records and compares approved digests; nil turns pinning off.
 	Pins DigestPins
-	// Quarantine is told about refused images; nil: the start fails only.
+	// Quarantine is told about refused images (besides the provider,
+	// which quarantines itself from the RefusedError); nil: nobody else.
 	Quarantine Quarantiner
 	// Verifier checks signatures; nil with verify configured refuses the
 	// image (a check that cannot run must not pass).
@@ -238,6 +241,16 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string { return e.Reason + ": " + e.Detail }
+
+// QuarantineReason implements provider.Refusal: the provider quarantines
+// itself with this reason and detail (shown in hangar_details and
+// hangar_quarantine, lifted by hangar_approve through Approve).
+func (e *RefusedError) QuarantineReason() (reason, detail string) { return e.Reason, e.Detail }
+
+var (
+	_ provider.Refusal       = (*RefusedError)(nil)
+	_ provider.ImageApprover = (*ImageGate)(nil)
+)
 
 func (g *ImageGate) refuse(ctx context.Context, s *config.Server, reason, detail string) error {
 	if g.Quarantine != nil {

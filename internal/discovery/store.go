@@ -70,7 +70,9 @@ func OpenStore(ctx context.Context, db Decisions, log *slog.Logger) (*Store, err
 		return nil, fmt.Errorf("discovery decisions: %w", err)
 	}
 	for _, d := range ds {
-		if d.Source != DecisionSource {
+		if _, provider := store.IsProviderQuarantine(d); d.Source != DecisionSource || provider {
+			// Another source's, or a provider quarantine of a
+			// discovered server that was registered (gateway).
 			continue
 		}
 		switch d.Kind {

@@ -226,3 +226,22 @@ func TestLegacyDecisions(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreSkipsProviderQuarantines: a provider quarantine of a registered
+// discovered server (kept by the gateway with Source "discovery") is not
+// read back as discovery's own quarantine of a candidate.
+func TestStoreSkipsProviderQuarantines(t *testing.T) {
+	t.Parallel()
+	db := openDB(t, t.TempDir())
+	if err := db.PutDecision(t.Context(), store.Decision{Key: "api", Kind: store.DecisionQuarantined, Source: DecisionSource,
+		Fingerprint: store.ProviderQuarantine, Reason: "image_changed", Detail: "a → b"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenStore(t.Context(), db, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := s.Quarantine("api"); ok {
+		t.Errorf("provider quarantine read as discovery's: %+v", r)
+	}
+}

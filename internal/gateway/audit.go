@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -82,9 +83,41 @@ func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
 	// The caller's context may end with the call; the record must not.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
 	defer cancel()
-	if err := g.AuditStore.AppendAudit(wctx, e); err != nil {
+	if err := g.AuditStore.AppendAudit(wctx, e); err != nil && !errors.Is(err, audit.ErrQueueFull) {
+		// A full queue is counted and logged by the writer, off the call.
 		g.Log.Warn("audit entry not stored", FieldServer, e.Server, FieldTool, e.Tool, FieldError, err)
 	}
+}
+
+// recentAuditLimit is how many audit entries hangar_details shows.
+const recentAuditLimit = 20
+
+// recentAudit is hangar_details' "recent_audit": the server's newest
+// entries, newest first. Entries hold names, verdicts and kinds only (see
+// RecordAudit), never arguments or results. nil without an audit store.
+func (g *Gateway) recentAudit(ctx context.Context, server string) any {
+	if g.AuditStore == nil {
+		return nil
+	}
+	es, err := g.AuditStore.RecentAudit(ctx, server, recentAuditLimit)
+	if err != nil {
+		g.logFrom(ctx).Warn("audit not read", FieldServer, server, FieldError, err)
+		return nil
+	}
+	out := make([]map[string]any, 0, len(es))
+	for _, e := range es {
+		out = append(out, map[string]any{
+			"at":          e.At.UTC().Format(time.RFC3339Nano),
+			"identity":    e.Identity,
+			"action":      e.Action,
+			"tool":        e.Tool,
+			"allowed":     e.Allowed,
+			"reason":      e.Reason,
+			"outcome":     e.Outcome,
+			"duration_ms": e.DurationMs,
+		})
+	}
+	return out
 }
 
 // auditProviderCall records one call routed to a provider or group.

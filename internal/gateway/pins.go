@@ -13,8 +13,19 @@ import (
 // hangar_details shows why a provider's tools are withheld, hangar_quarantine
 // lists it, and hangar_approve accepts its new tools.
 
-// quarantineSource is the "source" of a pin quarantine in hangar_quarantine.
-const quarantineSource = "tool_pins"
+// quarantineSource is the "source" of a pin quarantine in hangar_quarantine;
+// imageQuarantineSource that of an image the image gate refused.
+const (
+	quarantineSource      = "tool_pins"
+	imageQuarantineSource = "image_gate"
+)
+
+func quarantineSourceOf(reason string) string {
+	if reason == provider.ReasonImageChanged || reason == provider.ReasonSignatureInvalid {
+		return imageQuarantineSource
+	}
+	return quarantineSource
+}
 
 // quarantineOf is hangar_details' "quarantine" field: null when the
 // provider serves its pinned tools.
@@ -50,7 +61,7 @@ func (g *Gateway) pinQuarantined() []map[string]any {
 		}
 		out = append(out, map[string]any{
 			"name":            p.ID(),
-			"source":          quarantineSource,
+			"source":          quarantineSourceOf(q.Reason),
 			"reason":          q.Reason,
 			"quarantine_time": timeOrNil(q.Since),
 			"detail":          q.Detail,
@@ -59,9 +70,10 @@ func (g *Gateway) pinQuarantined() []map[string]any {
 	return out
 }
 
-// approvePins is hangar_approve for a provider quarantined by its pins: it
-// re-pins the tools it now serves. handled is false when name is not such
-// a provider, so discovery gets to decide.
+// approvePins is hangar_approve for a quarantined provider, whatever the
+// reason: it re-pins the tools it now serves (tool_schema_changed) or
+// records its image's new digest (image_changed). handled is false when
+// name is not such a provider, so discovery gets to decide.
 func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallToolResult, handled bool) {
 	if g.Providers == nil {
 		return nil, false
@@ -73,7 +85,7 @@ func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallTo
 	if _, q := p.Quarantined(); !q {
 		return nil, false
 	}
-	n, err := p.AcceptTools(ctx)
+	a, err := p.Approve(ctx)
 	if errors.Is(err, provider.ErrNotQuarantined) {
 		// Approved by someone else meanwhile: the outcome asked for.
 		err = nil
@@ -82,8 +94,15 @@ func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallTo
 		res, _ = ok(map[string]any{"approved": false, "mcp_server": name, "error": err.Error()})
 		return res, true
 	}
-	g.logFrom(ctx).Info("tools re-pinned by approval", FieldServer, name, "tools", n)
-	res, _ = ok(map[string]any{"approved": true, "mcp_server": name, "status": "registered", "tools_pinned": n})
+	out := map[string]any{"approved": true, "mcp_server": name, "status": "registered", "reason": a.Reason}
+	switch quarantineSourceOf(a.Reason) {
+	case imageQuarantineSource:
+		g.logFrom(ctx).Info("image approved", FieldServer, name, FieldReason, a.Reason)
+	default:
+		g.logFrom(ctx).Info("tools re-pinned by approval", FieldServer, name, "tools", a.Tools)
+		out["tools_pinned"] = a.Tools
+	}
+	res, _ = ok(out)
 	return res, true
 }
 

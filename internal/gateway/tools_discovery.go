@@ -115,6 +115,12 @@ func (g *Gateway) discovered(context.Context, mcp.CallToolRequest) (*mcp.CallToo
 func (g *Gateway) quarantine(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	d := g.Discovery
 	if d == nil {
+		// Providers are quarantined without discovery too (their tools
+		// or image changed); only a gateway with nothing to show answers
+		// that discovery is off.
+		if list := g.pinQuarantined(); len(list) > 0 {
+			return ok(map[string]any{"quarantined": list})
+		}
 		return discoveryOff()
 	}
 	list := []map[string]any{}

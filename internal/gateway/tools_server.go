@@ -86,7 +86,7 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	})
 }
 
-func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, err := req.RequireString("mcp_server")
 	if err != nil {
 		return fail(err)
@@ -145,6 +145,8 @@ func (g *Gateway) details(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 		"idle_time":  idle,
 		"meta":       meta,
 		"quarantine": quarantineOf(p),
+		// Beyond seed 001: the newest audit entries of this server.
+		"recent_audit": g.recentAudit(ctx, id),
 		"tools_policy": map[string]any{
 			"type":           pol.Type(),
 			"has_allow_list": pol.HasAllowList(),

@@ -81,6 +81,7 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 			p.log.Info("recovered")
 		}
 		p.mu.Unlock()
+		p.syncQuarantine(ctx)
 		return true
 	}
 	p.health.ConsecutiveFailures++

@@ -157,6 +157,9 @@ func (m *Manager) Probe(ctx context.Context, id string) error {
 		p.health.LastFailureAt = now
 	}
 	p.mu.Unlock()
+	if err == nil {
+		p.syncQuarantine(ctx)
+	}
 	p.opts.Events.HealthChecked(p.id, err)
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
@@ -27,7 +28,38 @@ const (
 	// ReasonPinsUnavailable withholds tools while the pins cannot be read:
 	// it clears itself at the next successful check.
 	ReasonPinsUnavailable = "tool_pins_unavailable"
+	// ReasonImageChanged and ReasonSignatureInvalid come from the image
+	// gate (a Preparer): the provider is not started at all until
+	// approved, since what would run is not what was approved.
+	ReasonImageChanged     = "image_changed"
+	ReasonSignatureInvalid = "signature_invalid"
 )
+
+// Refusal is a Preparer's error that quarantines the provider rather than
+// only failing the start: the image gate's image_changed and
+// signature_invalid (backend.RefusedError).
+type Refusal interface {
+	error
+	QuarantineReason() (reason, detail string)
+}
+
+// ImageApprover records the image a provider's reference resolves to now
+// as the approved one (backend.ImageGate.Approve); hangar_approve of an
+// image_changed quarantine calls it.
+type ImageApprover interface {
+	Approve(ctx context.Context, spec *config.Server) error
+}
+
+// QuarantineStore keeps quarantines across restarts, so that one is shown
+// and enforced from the start until an operator approves it.
+type QuarantineStore interface {
+	// Restored is the quarantine server had when the gateway last ran.
+	Restored(server string) (Quarantine, bool)
+	// Save records server's quarantine (a new one or a changed detail).
+	Save(ctx context.Context, server string, q Quarantine) error
+	// Lift forgets server's quarantine; none is not an error.
+	Lift(ctx context.Context, server string) error
+}
 
 // ToolGate vets a provider's tools against their pins.
 type ToolGate interface {
@@ -77,8 +109,108 @@ type Quarantine struct {
 	Detail  string // readable: one line per change
 	Changes []ToolChange
 	Since   time.Time
+	// Image is the image reference an image verdict (image_changed,
+	// signature_invalid) was about; "" for a tool verdict. A restored one
+	// no longer applies once the server runs another reference.
+	Image string
 	// pending is the tools/list that caused it: what AcceptTools pins.
 	pending []mcpconn.Tool
+	// restored: read back from the QuarantineStore at start-up, so
+	// pending is unknown until the provider runs and is vetted again.
+	restored bool
+}
+
+// blocksStart reports whether the quarantine keeps the provider from being
+// started at all (its image is not the approved one), rather than only
+// withholding its tools.
+func (q *Quarantine) blocksStart() bool {
+	return q.Reason == ReasonImageChanged || q.Reason == ReasonSignatureInvalid
+}
+
+// persistKey is what a QuarantineStore holds of q; "" for none. A
+// tool_pins_unavailable quarantine clears itself and is not kept.
+func persistKey(q *Quarantine) string {
+	if q == nil || q.Reason == ReasonPinsUnavailable {
+		return ""
+	}
+	return q.Reason + "\x00" + q.Detail
+}
+
+// restoreQuarantine puts back the quarantine the store kept for p; called
+// by New before p is shared.
+func (p *Provider) restoreQuarantine() {
+	if p.opts.Quarantines == nil {
+		return
+	}
+	q, ok := p.opts.Quarantines.Restored(p.id)
+	if !ok {
+		return
+	}
+	if q.blocksStart() && q.Image != p.spec.Image {
+		// An image verdict about a reference the server no longer runs
+		// (the operator changed it): the image gate judges the new one,
+		// and the next sync deletes the stale record.
+		p.savedQuarantine = persistKey(&q)
+		return
+	}
+	q.restored, q.pending, q.Changes = true, nil, slices.Clone(q.Changes)
+	p.quarantine = &q
+	p.savedQuarantine = persistKey(&q)
+}
+
+// syncQuarantine writes p's quarantine to the QuarantineStore when it
+// differs from what was last written. It does I/O, so it runs without
+// p.mu; persistMu orders concurrent syncs so the last one writes the
+// latest state. A failed write is logged: the quarantine still holds in
+// memory, and the next sync retries.
+func (p *Provider) syncQuarantine(ctx context.Context) {
+	qs := p.opts.Quarantines
+	if qs == nil {
+		return
+	}
+	p.persistMu.Lock()
+	defer p.persistMu.Unlock()
+	p.mu.Lock()
+	var q *Quarantine
+	if p.quarantine != nil {
+		c := *p.quarantine
+		q = &c
+	}
+	p.mu.Unlock()
+	want := persistKey(q)
+	if want == p.savedQuarantine {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), quarantineWriteTimeout)
+	defer cancel()
+	var err error
+	if want == "" {
+		err = qs.Lift(ctx, p.id)
+	} else {
+		err = qs.Save(ctx, p.id, *q)
+	}
+	if err != nil {
+		p.log.Error("quarantine not recorded in the store; it holds until this gateway stops", "error", err)
+		return
+	}
+	p.savedQuarantine = want
+}
+
+const quarantineWriteTimeout = 10 * time.Second
+
+// refused quarantines p for a Preparer's Refusal; p.mu is held.
+func (p *Provider) refused(r Refusal) *Error {
+	reason, detail := r.QuarantineReason()
+	prev := p.quarantine
+	q := &Quarantine{Reason: reason, Detail: detail, Since: p.opts.Now(), Image: p.spec.Image}
+	if prev != nil && prev.Reason == reason {
+		q.Since = prev.Since
+	}
+	if prev == nil || prev.Detail != detail {
+		p.log.Warn("image refused: provider quarantined", "reason", reason, "detail", detail)
+	}
+	p.quarantine = q
+	return p.quarantineErrLocked()
 }
 
 // vetTools runs the gate over a fresh tools/list; it does I/O, so it runs
@@ -106,11 +238,14 @@ func (p *Provider) vetTools(ctx context.Context, tools []mcpconn.Tool) *Quaranti
 func (p *Provider) applyVet(q *Quarantine, tools []mcpconn.Tool) {
 	prev := p.quarantine
 	switch {
+	case prev != nil && prev.blocksStart():
+		// Not reached in practice (such a provider is not started); the
+		// image verdict is the one the operator has to decide on.
 	case q == nil && prev != nil && prev.Reason == ReasonToolSchemaChanged:
 		// Back to the pinned tools: still the operator's call, but what
 		// an approval pins is what the provider serves now.
 		kept := *prev
-		kept.pending = tools
+		kept.pending, kept.restored = tools, false
 		if !strings.HasSuffix(kept.Detail, revertedNote) {
 			kept.Detail += revertedNote
 		}
@@ -152,10 +287,21 @@ func (p *Provider) Quarantined() (Quarantine, bool) {
 
 func (p *Provider) quarantineErr() error {
 	p.mu.Lock()
-	q := p.quarantine
-	p.mu.Unlock()
-	if q == nil {
+	defer p.mu.Unlock()
+	if p.quarantine == nil {
 		return nil
+	}
+	return p.quarantineErrLocked()
+}
+
+// quarantineErrLocked is the answer to a call while quarantined; p.mu is
+// held and p.quarantine set. An image verdict names both digests (no
+// secret): the operator needs them to decide; a tool diff can be long and
+// is in hangar_details.
+func (p *Provider) quarantineErrLocked() *Error {
+	q := p.quarantine
+	if q.blocksStart() {
+		return Errorf(KindQuarantined, p.id, "%s: %s; it is not started until hangar_approve accepts it", q.Reason, q.Detail)
 	}
 	return Errorf(KindQuarantined, p.id, "%s: its tools are withheld; hangar_details shows why, hangar_approve accepts them", q.Reason)
 }
@@ -164,18 +310,85 @@ func (p *Provider) quarantineErr() error {
 // pinned tools.
 var ErrNotQuarantined = errors.New("not quarantined")
 
-// AcceptTools re-pins the tools that quarantined the provider and serves
-// them again. It returns how many tools were pinned.
+// Approval is what hangar_approve lifted.
+type Approval struct {
+	Reason string
+	// Tools is how many tools were pinned (tool_schema_changed).
+	Tools int
+}
+
+// AcceptTools approves p's quarantine (Approve) and returns how many tools
+// were pinned.
 func (p *Provider) AcceptTools(ctx context.Context) (int, error) {
+	a, err := p.Approve(ctx)
+	return a.Tools, err
+}
+
+// Approve lifts p's quarantine, whichever reason caused it: a changed
+// tools/list is re-pinned (ToolGate.Accept), a changed image's digest is
+// recorded as approved (ImageApprover). The store's record goes with it.
+func (p *Provider) Approve(ctx context.Context) (Approval, error) {
 	p.mu.Lock()
 	q := p.quarantine
 	p.mu.Unlock()
 	if q == nil {
-		return 0, ErrNotQuarantined
+		return Approval{}, ErrNotQuarantined
+	}
+	var a Approval
+	var err error
+	if q.blocksStart() {
+		a, err = p.approveImage(ctx, q)
+	} else {
+		a, err = p.acceptTools(ctx, q)
+	}
+	if err == nil {
+		p.syncQuarantine(ctx)
+	}
+	return a, err
+}
+
+// approveImage records the image the reference resolves to now as the
+// approved one; the next call starts it.
+func (p *Provider) approveImage(ctx context.Context, q *Quarantine) (Approval, error) {
+	if p.opts.Images != nil {
+		if err := p.opts.Images.Approve(ctx, p.spec); err != nil {
+			return Approval{}, fmt.Errorf("approve the image of %s: %w", p.id, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.quarantine != nil && p.quarantine.Detail != q.Detail {
+		return Approval{}, fmt.Errorf("approve %s: the image changed again while approving; look at hangar_details and approve again", p.id)
+	}
+	p.quarantine = nil
+	// What failed was the image, not the server: no backoff is owed.
+	p.startFailures, p.retryAt, p.lastErr = 0, time.Time{}, nil
+	p.log.Info("image approved; quarantine lifted", "reason", q.Reason)
+	return Approval{Reason: q.Reason}, nil
+}
+
+// acceptTools re-pins the tools that quarantined the provider and serves
+// them again.
+func (p *Provider) acceptTools(ctx context.Context, q *Quarantine) (Approval, error) {
+	if q.restored {
+		// Kept from before a restart: what the provider serves now is
+		// unknown until it runs and is vetted again.
+		if _, err := p.Ensure(ctx, true, false); err != nil {
+			return Approval{}, fmt.Errorf("re-pin %s: start it to see the tools it serves: %w", p.id, err)
+		}
+		p.mu.Lock()
+		q = p.quarantine
+		p.mu.Unlock()
+		if q == nil {
+			return Approval{}, ErrNotQuarantined
+		}
+		if q.restored {
+			return Approval{}, fmt.Errorf("re-pin %s: its tools could not be vetted; look at hangar_details and approve again", p.id)
+		}
 	}
 	if p.opts.ToolGate != nil {
 		if err := p.opts.ToolGate.Accept(ctx, p.id, q.pending); err != nil {
-			return 0, fmt.Errorf("re-pin %s: %w", p.id, err)
+			return Approval{}, fmt.Errorf("re-pin %s: %w", p.id, err)
 		}
 	}
 	p.mu.Lock()
@@ -183,10 +396,10 @@ func (p *Provider) AcceptTools(ctx context.Context) (int, error) {
 	if p.quarantine != nil && p.quarantine.Detail != q.Detail {
 		// A different tools/list arrived meanwhile: the operator approved
 		// what they saw, not that one.
-		return 0, fmt.Errorf("re-pin %s: the tools changed again while approving; look at hangar_details and approve again", p.id)
+		return Approval{}, fmt.Errorf("re-pin %s: the tools changed again while approving; look at hangar_details and approve again", p.id)
 	}
 	p.quarantine = nil
 	p.tools = q.pending
 	p.log.Info("tools re-pinned; quarantine lifted", "tools", len(q.pending))
-	return len(q.pending), nil
+	return Approval{Reason: q.Reason, Tools: len(q.pending)}, nil
 }

@@ -104,6 +104,12 @@ type Options struct {
 	// ToolGate vets every fresh tools/list against the tool pins; nil
 	// serves tools unvetted (pinning.go).
 	ToolGate ToolGate
+	// Images approves a provider's new image when an image_changed or
+	// signature_invalid quarantine is approved; nil: nothing to record.
+	Images ImageApprover
+	// Quarantines keeps quarantines across restarts; nil keeps them in
+	// memory only.
+	Quarantines QuarantineStore
 }
 
 // Provider is one configured MCP server.
@@ -140,6 +146,11 @@ type Provider struct {
 	inflight      int
 	lastStderr    string
 	quarantine    *Quarantine // tools withheld, calls refused (pinning.go)
+
+	// persistMu orders syncQuarantine's writes; savedQuarantine (under
+	// persistMu) is what the QuarantineStore holds (persistKey).
+	persistMu       sync.Mutex
+	savedQuarantine string
 }
 
 // New returns a COLD provider.
@@ -164,7 +175,7 @@ func New(spec *config.Server, launcher Launcher, opts Options) *Provider {
 		maxConc = 10
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Provider{
+	p := &Provider{
 		id:       spec.ID,
 		spec:     spec,
 		launcher: launcher,
@@ -176,6 +187,8 @@ func New(spec *config.Server, launcher Launcher, opts Options) *Provider {
 		retire:   cancel,
 		state:    Cold,
 	}
+	p.restoreQuarantine()
+	return p
 }
 
 // ID is the provider's ID.
@@ -277,6 +290,13 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 				return nil, err
 			}
 		}
+		if p.quarantine != nil && p.quarantine.blocksStart() {
+			// Its image is not the approved one: not even hangar_start
+			// runs it before hangar_approve.
+			err := p.quarantineErrLocked()
+			p.mu.Unlock()
+			return nil, err
+		}
 		// COLD, or DEAD and eligible: start.
 		ch := make(chan struct{})
 		p.starting = ch
@@ -342,6 +362,16 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 	ctx, cancel := context.WithTimeout(p.lifetime, timeout)
 	defer cancel()
 
+	if r, ok := errors.AsType[Refusal](err); ok {
+		// The image gate refused the image: quarantined, not failed.
+		p.opts.Events.ColdStart(p.id, p.opts.Now().Sub(began), err)
+		p.mu.Lock()
+		p.lastErr = p.refused(r)
+		p.setState(Cold)
+		p.mu.Unlock()
+		p.syncQuarantine(prepCtx)
+		return
+	}
 	var b Backend
 	if err == nil {
 		b, err = p.launcher.Launch(ctx, p.spec)
@@ -401,6 +431,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 	p.lastUsed = p.opts.Now()
 	p.setState(Ready)
 	p.mu.Unlock()
+	p.syncQuarantine(ctx)
 	p.log.Info("ready", "took_ms", took.Milliseconds(), "tools", len(tools))
 	go p.supervise(inst)
 }
@@ -535,6 +566,15 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 
 	began := p.opts.Now()
 	inst, err := p.Ensure(ctx, false, true)
+	if err == nil {
+		// The start this call caused may have just quarantined the
+		// provider (its tools changed): the call must not reach it.
+		if err = p.quarantineErr(); err != nil {
+			p.mu.Lock()
+			p.inflight--
+			p.mu.Unlock()
+		}
+	}
 	if err != nil {
 		p.opts.Events.CallDone(p.id, tool, KindOf(err), p.opts.Now().Sub(began))
 		return nil, err

@@ -1,0 +1,185 @@
+// Package audit takes the audit trail's store writes off the call path: a
+// tool call hands its entry to a bounded queue and returns; one owner
+// goroutine writes the queue in batches, one transaction (one fsync) per
+// batch. A full queue drops the entry and counts it rather than slowing
+// the call. The structured log line of each entry stays synchronous (the
+// gateway writes it), so nothing is lost from the log.
+package audit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultQueue = 4096
+	DefaultBatch = 256
+	// flushTimeout bounds one batch write, and the final flush at Close.
+	flushTimeout = 10 * time.Second
+)
+
+// ErrQueueFull is AppendAudit's answer for an entry it dropped; the writer
+// has counted it and logs the count, so the caller need not.
+var ErrQueueFull = errors.New("audit queue full: entry dropped")
+
+// Store is what the writer needs of the durable store (store.SQLite has
+// it): batched appends, and reads for RecentAudit.
+type Store interface {
+	store.AuditBatcher
+	RecentAudit(ctx context.Context, server string, limit int) ([]store.AuditEntry, error)
+}
+
+// Options tune a Writer.
+type Options struct {
+	// Queue bounds the entries waiting to be written (DefaultQueue).
+	Queue int
+	// Batch bounds the entries written in one transaction (DefaultBatch).
+	Batch int
+	// Dropped counts entries dropped because the queue was full
+	// (hangar_audit_dropped_total); nil counts them in Dropped only.
+	Dropped prometheus.Counter
+	Log     *slog.Logger
+}
+
+// Writer is a store.Audit whose appends are asynchronous. Run is its one
+// owner goroutine.
+type Writer struct {
+	st      Store
+	queue   chan store.AuditEntry
+	batch   int
+	metric  prometheus.Counter
+	log     *slog.Logger
+	dropped atomic.Uint64
+}
+
+var _ store.Audit = (*Writer)(nil)
+
+// NewDroppedCounter is the hangar_audit_dropped_total counter, registered
+// with reg.
+func NewDroppedCounter(reg prometheus.Registerer) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "hangar_audit_dropped_total",
+		Help: "Audit entries not stored because the audit queue was full (they are in the log).",
+	})
+	reg.MustRegister(c)
+	return c
+}
+
+// New returns a writer over st; nothing is written until Run.
+func New(st Store, o Options) *Writer {
+	if o.Queue <= 0 {
+		o.Queue = DefaultQueue
+	}
+	if o.Batch <= 0 {
+		o.Batch = DefaultBatch
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Writer{st: st, queue: make(chan store.AuditEntry, o.Queue), batch: o.Batch, metric: o.Dropped, log: o.Log}
+}
+
+// AppendAudit queues e without waiting; it returns ErrQueueFull (and
+// counts e as dropped) when the queue is full. A zero At is stamped now,
+// so the entry keeps the time of the call, not of the write.
+func (w *Writer) AppendAudit(_ context.Context, e store.AuditEntry) error {
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	select {
+	case w.queue <- e:
+		return nil
+	default:
+		w.dropped.Add(1)
+		if w.metric != nil {
+			w.metric.Inc()
+		}
+		return ErrQueueFull
+	}
+}
+
+// RecentAudit reads the store; entries still queued (at most a batch
+// write behind) are not in it yet.
+func (w *Writer) RecentAudit(ctx context.Context, server string, limit int) ([]store.AuditEntry, error) {
+	return w.st.RecentAudit(ctx, server, limit)
+}
+
+// Dropped is how many entries were dropped since New.
+func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
+
+// Run writes queued entries in batches, in the order they were queued,
+// until ctx ends; then it writes what is still queued and returns. Run it
+// once, as the goroutine that owns the writer, and let the store close
+// only after it returned.
+func (w *Writer) Run(ctx context.Context) {
+	var reported uint64
+	for {
+		select {
+		case e := <-w.queue:
+			w.write(w.collect(e))
+		case <-ctx.Done():
+			w.flush()
+			w.reportDrops(&reported)
+			return
+		}
+		w.reportDrops(&reported)
+	}
+}
+
+// collect takes first and whatever else is queued, up to a batch.
+func (w *Writer) collect(first store.AuditEntry) []store.AuditEntry {
+	b := make([]store.AuditEntry, 1, min(w.batch, len(w.queue)+1))
+	b[0] = first
+	for len(b) < w.batch {
+		select {
+		case e := <-w.queue:
+			b = append(b, e)
+		default:
+			return b
+		}
+	}
+	return b
+}
+
+// flush writes everything queued, batch by batch.
+func (w *Writer) flush() {
+	for {
+		select {
+		case e := <-w.queue:
+			w.write(w.collect(e))
+		default:
+			return
+		}
+	}
+}
+
+// write stores one batch. Its own context: a batch is not cut off because
+// the gateway is shutting down; a failure is logged (the store also keeps
+// it for hangar_health) and the entries stay in the log.
+func (w *Writer) write(b []store.AuditEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := w.st.AppendAuditBatch(ctx, b); err != nil {
+		w.log.Warn("audit entries not stored", "count", len(b), "error", err)
+	}
+}
+
+// reportDrops logs the entries dropped since the last report, from the
+// owner goroutine, so a full queue costs the calls nothing but a count.
+func (w *Writer) reportDrops(reported *uint64) {
+	n := w.dropped.Load()
+	if n == *reported {
+		return
+	}
+	w.log.Warn("audit queue full: entries dropped from the store (still in the log)",
+		"dropped", n-*reported, "dropped_total", n)
+	*reported = n
+}

@@ -532,6 +532,13 @@ mcp_servers:
 	if text, _ := mcp.AsTextContent(res.Content[0]); res.IsError || !strings.HasPrefix(text.Text, "Long running operation completed") {
 		t.Errorf("longRunningOperation = %+v", res)
 	}
+	// The provider may write its last progress after its result; the
+	// gateway still routes it for a grace period, so wait for it.
+	waitFor(t, 5*time.Second, "three progress notifications", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) >= 3
+	})
 	mu.Lock()
 	if len(progress) != 3 {
 		t.Errorf("%d progress notifications, want 3: %v", len(progress), progress)

@@ -494,6 +494,15 @@ func (s *Service) scan(ctx context.Context) (ScanResult, []*checkJob) {
 		s.reconcile(ctx, sc, f.cand, f.source)
 	}
 	jobs := s.startChecks(sc.checks)
+	// Checks an earlier scan (the watch loop's) started are still to wait
+	// for: hangar_discover answers once every candidate it reports has
+	// its verdict, whoever started the check. Their counts stay with the
+	// scan that started them.
+	for _, e := range s.entries {
+		if e.status == checking && e.check != nil && !slices.Contains(jobs, e.check) {
+			jobs = append(jobs, &checkJob{done: e.check.done})
+		}
+	}
 
 	// What a source that answered no longer lists is gone.
 	for _, name := range slices.Sorted(maps.Keys(s.entries)) {

@@ -73,18 +73,33 @@ func EnsureTokenFile(g config.GenerateToken) (t config.Token, created bool, err 
 	if err := os.MkdirAll(filepath.Dir(g.File), 0o755); err != nil {
 		return t, false, fmt.Errorf("token file: %w", err)
 	}
-	f, err := os.OpenFile(g.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return EnsureTokenFile(g) // another gateway won the race
-	}
+	// Written whole to a temporary file, then linked into place: a link
+	// fails if the name exists, so of gateways starting together on one
+	// volume exactly one creates the file, and nobody ever reads it half
+	// written.
+	tmp, err := os.CreateTemp(filepath.Dir(g.File), ".token-*")
 	if err != nil {
 		return t, false, fmt.Errorf("token file: %w", err)
 	}
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
 		return t, false, fmt.Errorf("token file: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	if _, err := tmp.WriteString(tok + "\n"); err != nil {
+		tmp.Close()
+		return t, false, fmt.Errorf("token file: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return t, false, fmt.Errorf("token file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return t, false, fmt.Errorf("token file: %w", err)
+	}
+	if err := os.Link(tmp.Name(), g.File); errors.Is(err, fs.ErrExist) {
+		return EnsureTokenFile(g) // another gateway won the race
+	} else if err != nil {
 		return t, false, fmt.Errorf("token file: %w", err)
 	}
 	t.SHA256 = sha256.Sum256([]byte(tok))

@@ -10,10 +10,8 @@ import (
 )
 
 // Figure 9: MCP tools/list of a gateway with 100 providers declaring 1,000
-// tools in its config (predefined schemas, so no provider starts). Today
-// the gateway lists its hangar_* tools; once the front door serves
-// provider tools as <server>__<tool>, the same figure measures the list the
-// issue's 5 ms target is about.
+// tools in its config (predefined schemas, so no provider starts): the
+// front door lists them as <server>__<tool> beside the hangar_* tools.
 
 const (
 	listProviders       = 100
@@ -61,14 +59,30 @@ func (b *Bench) ToolsList(ctx context.Context) (*ToolsListResult, error) {
 	}
 	defer c.Close()
 	res := &ToolsListResult{Providers: len(ids), Declared: frontDoorToolsCount}
-	tools, err := c.ToolNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.Listed = len(tools)
-	for name := range tools {
-		if strings.Contains(name, "__") {
-			res.ProviderTools++
+	// The front door builds its list in the background after start-up:
+	// measure once it lists every declared tool.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tools, err := c.ToolNames(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Listed, res.ProviderTools = len(tools), 0
+		for name := range tools {
+			if strings.Contains(name, "__") {
+				res.ProviderTools++
+			}
+		}
+		if res.ProviderTools >= frontDoorToolsCount {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("tools/list: the front door lists %d of the %d declared tools after 30 s", res.ProviderTools, frontDoorToolsCount)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	list := func(ctx context.Context, _ int) error {
@@ -116,20 +130,14 @@ func (r *Report) figure9(b *strings.Builder) {
 	t.add(append(latencyRow("hangar_health (the baseline)", x.Health.Lat, "—", Summary{}, "—"), FormatDuration(x.Health.CPUPerCall))...)
 	b.WriteString(t.String())
 	fmt.Fprintf(b, "\n%d docker providers each declare %d tools in the config (`tools:` with name, description and inputSchema), so the gateway knows %d tools without starting anything. "+
-		"Until the front door lists provider tools as `<server>__<tool>`, tools/list returns the gateway's own tools and the target does not apply yet.\n\n",
+		"The front door lists them as `<server>__<tool>` beside the gateway's own tools; the figure is taken once all are listed.\n\n",
 		x.Providers, listToolsPer, x.Declared)
 }
 
 func (x *ToolsListResult) target() string {
-	if x.ProviderTools < x.Declared {
-		return fmt.Sprintf("< %s median once the front door lists all %d: pending", FormatDuration(targetToolsListMed), x.Declared)
-	}
 	return fmt.Sprintf("< %s median: %s", FormatDuration(targetToolsListMed), verdict(x.List.Lat.P50 < targetToolsListMed))
 }
 
 func (x *ToolsListResult) result() string {
-	if x.ProviderTools < x.Declared {
-		return "pending (the front door does not list provider tools yet)"
-	}
 	return verdict(x.List.Lat.P50 < targetToolsListMed)
 }

@@ -77,7 +77,11 @@ func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
 		slog.String(FieldOutcome, e.Outcome),
 		slog.Float64(FieldDurationMs, e.DurationMs),
 	)
-	if g.AuditStore == nil {
+	// The stored trail is per provider (what details shows): an allowed
+	// hangar_* call that reaches no provider (hangar_list, or hangar_call
+	// itself, whose provider calls have entries of their own) is in the
+	// log only. Refusals are always stored.
+	if g.AuditStore == nil || (e.Server == "" && e.Allowed) {
 		return
 	}
 	// The caller's context may end with the call; the record must not.

@@ -46,6 +46,8 @@ type HTTPOptions struct {
 type Management interface {
 	// WrapMCP serves the mcp/* methods on /mcp and passes the rest on.
 	WrapMCP(next http.Handler) http.Handler
+	// Handles reports whether method is one of them.
+	Handles(method string) bool
 	// Events serves /events, the notifications as Server-Sent Events.
 	Events() http.Handler
 }
@@ -83,8 +85,17 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	sessions.release = releaseVia(streamable)
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = sessions.middleware(streamable)
-	if g.Management != nil {
-		mcpHandler = g.Management.WrapMCP(mcpHandler)
+	if m := g.Management; m != nil {
+		// Only a management method goes through its wrapper: the envelope
+		// is parsed once already, so every other message goes straight on.
+		plain, wrapped := mcpHandler, m.WrapMCP(mcpHandler)
+		mcpHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if env, ok := RequestEnvelope(r.Context()); ok && !m.Handles(env.Method) {
+				plain.ServeHTTP(w, r)
+				return
+			}
+			wrapped.ServeHTTP(w, r)
+		})
 		mux.Handle("/events", o.Auth.Middleware(g.Management.Events()))
 	}
 	// Order: authentication before the body is read; the envelope check

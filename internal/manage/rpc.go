@@ -58,6 +58,9 @@ func rpcError(err error) *RPCError {
 // check: unknown mcp/* methods get -32601 from here, not from mcp-go).
 func IsMethod(method string) bool { return strings.HasPrefix(method, "mcp/") }
 
+// Handles implements gateway.Management: IsMethod.
+func (s *Service) Handles(method string) bool { return IsMethod(method) }
+
 // Call runs one method; params may be empty.
 func (s *Service) Call(ctx context.Context, method string, params json.RawMessage) (any, *RPCError) {
 	if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {

@@ -487,40 +487,51 @@ func stopGateway(g *Gateway, log *slog.Logger) {
 	}
 }
 
-// figure1InProcess runs figure 1 against a gateway inside this process, so
-// that a CPU profile covers the client, the gateway and the direct path.
-func (b *Bench) figure1InProcess(ctx context.Context) (*WarmResult, error) {
-	yaml := configYAML([]srvDef{{"math", mathImage}}, "")
-	cfg, err := config.Parse([]byte(yaml), nil)
+// inProcessGateway runs the math gateway inside this process (so that a
+// CPU profile covers it), on its own data dir, and returns its MCP URL and
+// the function that stops it.
+func (b *Bench) inProcessGateway(ctx context.Context, name string) (*config.Config, string, func(), error) {
+	cfg, err := config.Parse([]byte(configYAML([]srvDef{{"math", mathImage}}, "")), nil)
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
 	cfg.Logging.Level = "INFO"
 	glog := slog.New(slog.NewJSONHandler(devNull{}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Its own data dir, as every bench gateway: the default would leave a
 	// state directory per run under $XDG_STATE_HOME.
-	a, err := app.New(cfg, app.Options{Instance: b.Owner("inproc"), Log: glog, DataDir: filepath.Join(b.tmp, "inproc-data")})
+	a, err := app.New(cfg, app.Options{Instance: b.Owner(name), Log: glog, DataDir: filepath.Join(b.tmp, name+"-data")})
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = a.Close(context.Background())
-		return nil, err
+		return nil, "", nil, err
 	}
 	sctx, stopServe := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- a.ServeHTTP(sctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
-	defer func() {
+	stop := func() {
 		stopServe()
 		<-served
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := a.Close(cctx); err != nil {
-			b.log.Warn("in-process gateway close", "error", err)
+			b.log.Warn("in-process gateway close", "name", name, "error", err)
 		}
-	}()
-	res, err := b.Warm(ctx, "http://"+ln.Addr().String()+"/mcp", cfg.Servers["math"], nil)
+	}
+	return cfg, "http://" + ln.Addr().String() + "/mcp", stop, nil
+}
+
+// figure1InProcess runs figure 1 against a gateway inside this process, so
+// that a CPU profile covers the client, the gateway and the direct path.
+func (b *Bench) figure1InProcess(ctx context.Context) (*WarmResult, error) {
+	cfg, url, stop, err := b.inProcessGateway(ctx, "inproc")
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	res, err := b.Warm(ctx, url, cfg.Servers["math"], nil)
 	if err != nil {
 		return nil, errors.Join(errors.New("in-process figure 1"), err)
 	}

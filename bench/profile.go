@@ -5,18 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
-
-	"github.com/mcp-hangar/hangar/internal/app"
-	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
 // Figure 10: where the gateway's CPU goes under the 32-client load of
@@ -44,34 +38,11 @@ func (b *Bench) Profile(ctx context.Context, profiling bool) (*ProfileResult, er
 	if profiling {
 		return &ProfileResult{Skipped: "not measured: the bench itself runs under -cpuprofile, and Go allows one CPU profile at a time"}, nil
 	}
-	cfg, err := config.Parse([]byte(configYAML([]srvDef{{"math", mathImage}}, "")), nil)
+	_, url, stop, err := b.inProcessGateway(ctx, "profile")
 	if err != nil {
 		return nil, err
 	}
-	cfg.DataDir = filepath.Join(b.tmp, "profile-data")
-	glog := slog.New(slog.NewJSONHandler(devNull{}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := app.New(cfg, app.Options{Instance: b.Owner("profile"), Log: glog, DataDir: cfg.DataDir})
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = a.Close(context.Background())
-		return nil, err
-	}
-	sctx, stopServe := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- a.ServeHTTP(sctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
-	defer func() {
-		stopServe()
-		<-served
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Close(cctx); err != nil {
-			b.log.Warn("profile gateway close", "error", err)
-		}
-	}()
-	url := "http://" + ln.Addr().String() + "/mcp"
+	defer stop()
 	clis, err := DialN(ctx, url, 32)
 	if err != nil {
 		return nil, err

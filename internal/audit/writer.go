@@ -22,6 +22,10 @@ import (
 const (
 	DefaultQueue = 4096
 	DefaultBatch = 256
+	// DefaultLinger is how long the writer waits for more entries after
+	// the first of a batch: one transaction (and fsync) then carries the
+	// entries of many calls, not one each.
+	DefaultLinger = 50 * time.Millisecond
 	// flushTimeout bounds one batch write, and the final flush at Close.
 	flushTimeout = 10 * time.Second
 )
@@ -43,6 +47,9 @@ type Options struct {
 	Queue int
 	// Batch bounds the entries written in one transaction (DefaultBatch).
 	Batch int
+	// Linger is how long a batch waits to fill (DefaultLinger; negative:
+	// write what is queued at once).
+	Linger time.Duration
 	// Dropped counts entries dropped because the queue was full
 	// (hangar_audit_dropped_total); nil counts them in Dropped only.
 	Dropped prometheus.Counter
@@ -55,6 +62,7 @@ type Writer struct {
 	st      Store
 	queue   chan store.AuditEntry
 	batch   int
+	linger  time.Duration
 	metric  prometheus.Counter
 	log     *slog.Logger
 	dropped atomic.Uint64
@@ -81,10 +89,13 @@ func New(st Store, o Options) *Writer {
 	if o.Batch <= 0 {
 		o.Batch = DefaultBatch
 	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Writer{st: st, queue: make(chan store.AuditEntry, o.Queue), batch: o.Batch, metric: o.Dropped, log: o.Log}
+	return &Writer{st: st, queue: make(chan store.AuditEntry, o.Queue), batch: o.Batch, linger: o.Linger, metric: o.Dropped, log: o.Log}
 }
 
 // AppendAudit queues e without waiting; it returns ErrQueueFull (and
@@ -124,7 +135,7 @@ func (w *Writer) Run(ctx context.Context) {
 	for {
 		select {
 		case e := <-w.queue:
-			w.write(w.collect(e))
+			w.write(w.gather(ctx, e))
 		case <-ctx.Done():
 			w.flush()
 			w.reportDrops(&reported)
@@ -132,6 +143,28 @@ func (w *Writer) Run(ctx context.Context) {
 		}
 		w.reportDrops(&reported)
 	}
+}
+
+// gather is collect that waits up to the linger for the batch to fill
+// (or for ctx to end: Close then flushes the rest).
+func (w *Writer) gather(ctx context.Context, first store.AuditEntry) []store.AuditEntry {
+	if w.linger <= 0 {
+		return w.collect(first)
+	}
+	b := []store.AuditEntry{first}
+	t := time.NewTimer(w.linger)
+	defer t.Stop()
+	for len(b) < w.batch {
+		select {
+		case e := <-w.queue:
+			b = append(b, e)
+		case <-t.C:
+			return b
+		case <-ctx.Done():
+			return b
+		}
+	}
+	return b
 }
 
 // collect takes first and whatever else is queued, up to a batch.

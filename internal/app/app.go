@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -313,6 +314,12 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 		return p.AllowImplicitInvocation, ok
 	}
 	svc.Bindings = frontDoorBindings{a.Gateway}
+	svc.Extras = func(id string) (resources, templates, prompts []json.RawMessage) {
+		if fd := a.Gateway.FrontDoor; fd != nil {
+			resources, templates, prompts, _ = fd.Extras(id)
+		}
+		return resources, templates, prompts
+	}
 	a.Gateway.Management = svc
 	a.Gateway.Refuse = svc.Refuse
 	a.Gateway.Hooks = svc.Notifier.Hooks()

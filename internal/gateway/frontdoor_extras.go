@@ -38,6 +38,16 @@ type extras struct {
 	Prompts   []json.RawMessage `json:"prompts,omitempty"`
 }
 
+// Extras returns what the front door knows of server's resources,
+// resource templates and prompts (raw MCP JSON, from its last run or its
+// stored catalog); ok is false when it knows nothing of them.
+func (f *FrontDoor) Extras(server string) (resources, templates, prompts []json.RawMessage, ok bool) {
+	f.extrasMu.Lock()
+	defer f.extrasMu.Unlock()
+	x, ok := f.extras[server]
+	return x.Resources, x.Templates, x.Prompts, ok
+}
+
 // extrasView is what the front door serves of every server's extras.
 type extrasView struct {
 	resourceOwner map[string]string     // uri → server

@@ -117,6 +117,10 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 	res := &DetailsResult{SnapshotVersion: v, Server: it, Audit: []AuditView{}, RecentBindings: []Binding{}}
 	res.Catalog = CatalogView{CatalogVersion: catalogVersion(tools), Tools: []ToolView{}, Resources: []any{},
 		ResourceTemplates: []any{}, Prompts: []any{}}
+	if s.Extras != nil {
+		r, t, p := s.Extras(id)
+		res.Catalog.Resources, res.Catalog.ResourceTemplates, res.Catalog.Prompts = rawList(r), rawList(t), rawList(p)
+	}
 	for _, t := range tools {
 		res.Catalog.Tools = append(res.Catalog.Tools, ToolView{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchemaSummary: schemaSummary(t.InputSchema), Annotations: t.Annotations})
@@ -178,6 +182,15 @@ func schemaSummary(raw json.RawMessage) map[string]any {
 	out["properties"] = props
 	if sch.Required != nil {
 		out["required"] = sch.Required
+	}
+	return out
+}
+
+// rawList is items as JSON values, never nil.
+func rawList(items []json.RawMessage) []any {
+	out := make([]any, len(items))
+	for i, x := range items {
+		out[i] = x
 	}
 	return out
 }

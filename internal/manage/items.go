@@ -165,6 +165,10 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 			}
 		}
 	}
+	if s.Extras != nil {
+		r, t, p := s.Extras(id)
+		it.ResourcesCount, it.ResourceTemplatesCount, it.PromptsCount = len(r), len(t), len(p)
+	}
 	if it.Transport == nil {
 		it.Transport = map[string]any{"kind": "unknown"}
 	}

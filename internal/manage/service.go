@@ -58,10 +58,13 @@ type Bindings interface {
 
 // Service is the management protocol.
 type Service struct {
-	Catalog   Catalog
-	Store     Store
-	Notifier  *Notifier
-	Bindings  Bindings // may be nil
+	Catalog  Catalog
+	Store    Store
+	Notifier *Notifier
+	Bindings Bindings // may be nil
+	// Extras returns a server's resources, resource templates and prompts
+	// as the front door knows them (raw MCP JSON); nil: none known.
+	Extras    func(server string) (resources, templates, prompts []json.RawMessage)
 	Options   Options
 	Workspace string
 	Log       *slog.Logger

@@ -648,3 +648,29 @@ func (b *leakyBackend) CallTool(context.Context, string, any) (*mcp.CallToolResu
 func (b *leakyBackend) ListTools(context.Context) ([]mcpconn.Tool, error) {
 	return nil, fmt.Errorf("get %s: refused", b.url)
 }
+
+// Resources, templates and prompts the front door knows of a server are
+// counted in mcp/list and listed in mcp/server/details.
+func TestListAndDetailsCountExtras(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{servers: []*config.Server{fromConfig("cfgsrv")}})
+	h.Svc.Extras = func(id string) (r, tp, p []json.RawMessage) {
+		if id != "cfgsrv" {
+			return nil, nil, nil
+		}
+		return []json.RawMessage{json.RawMessage(`{"uri":"file:///a"}`), json.RawMessage(`{"uri":"file:///b"}`)},
+			[]json.RawMessage{json.RawMessage(`{"uriTemplate":"file:///{x}"}`)},
+			[]json.RawMessage{json.RawMessage(`{"name":"greet"}`)}
+	}
+	list := h.rpc(manage.MethodList, nil)
+	item := list.Result["servers"].([]any)[0].(map[string]any)
+	if item["resources_count"] != float64(2) || item["resource_templates_count"] != float64(1) || item["prompts_count"] != float64(1) {
+		t.Errorf("counts in %s", list.Raw)
+	}
+	d := h.rpc(manage.MethodDetails, map[string]any{"server_id": "cfgsrv"})
+	cat := d.Result["catalog"].(map[string]any)
+	if len(cat["resources"].([]any)) != 2 || len(cat["resource_templates"].([]any)) != 1 ||
+		cat["prompts"].([]any)[0].(map[string]any)["name"] != "greet" {
+		t.Errorf("catalog in %s", d.Raw)
+	}
+}

@@ -35,13 +35,13 @@ type fdHarness struct {
 	notes []mcp.JSONRPCNotification
 }
 
-func newFrontDoor(t *testing.T, l *pipeLauncher, st store.Catalogs, tune func(*config.Config), servers ...*config.Server) *fdHarness {
+func newFrontDoor(t testing.TB, l *pipeLauncher, st store.Catalogs, tune func(*config.Config), servers ...*config.Server) *fdHarness {
 	t.Helper()
 	return newFrontDoorWith(t, l, st, tune, nil, servers...)
 }
 
 // newFrontDoorWith is newFrontDoor with options for the test's client.
-func newFrontDoorWith(t *testing.T, l *pipeLauncher, st store.Catalogs, tune func(*config.Config), copts []client.ClientOption, servers ...*config.Server) *fdHarness {
+func newFrontDoorWith(t testing.TB, l *pipeLauncher, st store.Catalogs, tune func(*config.Config), copts []client.ClientOption, servers ...*config.Server) *fdHarness {
 	t.Helper()
 	if l == nil {
 		l = newPipeLauncher()

@@ -37,8 +37,6 @@ const (
 	dockerCallTimeout = 10 * time.Second
 	// inspectLimit caps the inspects of one listing.
 	inspectLimit = 8
-	// minBackoff is the first wait of the health check's retries.
-	minBackoff = 250 * time.Millisecond
 	// maxBackoff is the longest wait of retry.Reconnect: a stream that
 	// lasted longer was healthy.
 	maxBackoff = 10 * time.Second
@@ -303,15 +301,4 @@ func orEOF(err error) error {
 		return io.EOF
 	}
 	return err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // Log field names.
@@ -62,7 +63,6 @@ const (
 	// defaultCheckGrace is how long a failing health check is retried
 	// before the candidate is quarantined.
 	defaultCheckGrace = 10 * time.Second
-	maxCheckBackoff   = 2 * time.Second
 )
 
 // Source finds candidates. List returns what is there now; Watch calls
@@ -335,7 +335,7 @@ func (s *Service) spawn(ctx context.Context, what string, fn func(context.Contex
 			if !s.panicked(what, func() { fn(ctx) }) {
 				return
 			}
-			if !sleepCtx(ctx, restartPause) {
+			if !retry.Sleep(ctx, restartPause) {
 				return
 			}
 		}
@@ -802,20 +802,20 @@ func (s *Service) healthCheck(ctx context.Context, spec *config.Server) error {
 		timeout = defaultStartTimeout
 	}
 	deadline := time.Now().Add(min(timeout, s.checkGrace))
-	backoff := minBackoff
+	wait := retry.Check()
 	for {
 		// Each attempt gets at least the time it would get alone, so a slow
 		// but healthy server is not cut short by the grace.
 		actx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), timeout/3))
 		err := s.checkOnce(actx, spec)
 		cancel()
-		if err == nil || ctx.Err() != nil || time.Until(deadline) < backoff {
+		next := wait.NextBackOff()
+		if err == nil || ctx.Err() != nil || time.Until(deadline) < next {
 			return err
 		}
-		if !sleepCtx(ctx, backoff) {
+		if !retry.Sleep(ctx, next) {
 			return err
 		}
-		backoff = min(backoff*2, maxCheckBackoff)
 	}
 }
 

@@ -37,6 +37,11 @@ func Reconnect() backoff.BackOff { return exponential(250*time.Millisecond, 10*t
 // lease, while another starter finishes its takeover: 100ms doubling to 1s.
 func Contended() backoff.BackOff { return exponential(100*time.Millisecond, time.Second) }
 
+// Check is the wait between tries of a discovered candidate's health
+// check during its grace (a container is seen before its server listens):
+// 250ms doubling to 2s.
+func Check() backoff.BackOff { return exponential(250*time.Millisecond, 2*time.Second) }
+
 // Sleep waits d or until ctx ends; false when ctx ended.
 func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -19,6 +19,8 @@ func TestPolicies(t *testing.T) {
 	}{
 		{"call", Call(), []time.Duration{100, 200, 400, 800, 1600, 2000, 2000}},
 		{"reconnect", Reconnect(), []time.Duration{250, 500, 1000, 2000, 4000, 8000, 10000, 10000}},
+		{"contended", Contended(), []time.Duration{100, 200, 400, 800, 1000, 1000}},
+		{"discovery check", Check(), []time.Duration{250, 500, 1000, 2000, 2000}},
 	}
 	for _, tt := range tests {
 		for i, w := range tt.want {

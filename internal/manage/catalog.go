@@ -62,6 +62,7 @@ type Runtime struct {
 	Stderr       string
 	LastSeenAt   time.Time
 	RetryAttempt int
+	NextRetryAt  time.Time // zero: no restart backoff running
 }
 
 // ProviderCatalog is Catalog over the gateway's catalog (which IDs exist,
@@ -173,6 +174,7 @@ func providerServer(p *provider.Provider) Server {
 			Stderr:       snap.Stderr,
 			LastSeenAt:   snap.Health.LastSuccessAt,
 			RetryAttempt: snap.Health.ConsecutiveFailures,
+			NextRetryAt:  snap.RetryAt,
 		},
 	}
 }

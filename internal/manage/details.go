@@ -52,13 +52,13 @@ type ToolView struct {
 
 // HealthView is a server's health.
 type HealthView struct {
-	State          string `json:"state"`
-	StatusReason   string `json:"status_reason,omitempty"`
-	LastError      string `json:"last_error,omitempty"`
-	RetryAttempt   int    `json:"retry_attempt"`
-	NextRetryAt    any    `json:"next_retry_at"`
-	CatalogVersion string `json:"catalog_version"`
-	StderrTail     string `json:"stderr_tail"`
+	State          string  `json:"state"`
+	StatusReason   string  `json:"status_reason,omitempty"`
+	LastError      string  `json:"last_error,omitempty"`
+	RetryAttempt   int     `json:"retry_attempt"`
+	NextRetryAt    *string `json:"next_retry_at"` // RFC 3339; null when no restart backoff runs
+	CatalogVersion string  `json:"catalog_version"`
+	StderrTail     string  `json:"stderr_tail"`
 }
 
 // AuditView is one audit entry.
@@ -129,6 +129,10 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 		CatalogVersion: res.Catalog.CatalogVersion}
 	if served {
 		res.Health.RetryAttempt = srv.Runtime.RetryAttempt
+		if t := srv.Runtime.NextRetryAt; !t.IsZero() {
+			at := t.UTC().Format(time.RFC3339)
+			res.Health.NextRetryAt = &at
+		}
 		res.Health.StderrTail = Scrub(srv.Runtime.Stderr, secrets)
 	}
 	if entries, err := s.Store.RecentAudit(ctx, id, historyLimit); err == nil {

@@ -364,6 +364,9 @@ func TestDetails(t *testing.T) {
 	if health["state"] != "ready" || health["catalog_version"] != cat["catalog_version"] {
 		t.Errorf("health = %v", health)
 	}
+	if v, ok := health["next_retry_at"]; !ok || v != nil {
+		t.Errorf("health.next_retry_at = %v (present %v), want null while running", v, ok)
+	}
 	audit := r.Result["audit"].([]any)
 	if len(audit) == 0 || audit[0].(map[string]any)["action"] != "mcp/install" {
 		t.Errorf("audit = %v", audit)

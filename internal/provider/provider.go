@@ -735,6 +735,9 @@ type Snapshot struct {
 	LastError   string
 	Stderr      string
 	ContainerID string
+	// RetryAt is when an automatic restart is allowed again after a
+	// failed start or a crash; zero when no backoff is running.
+	RetryAt time.Time
 }
 
 // Snapshot returns the provider's state without any I/O.
@@ -751,6 +754,9 @@ func (p *Provider) Snapshot() Snapshot {
 	}
 	if p.lastErr != nil {
 		s.LastError = p.lastErr.Error()
+	}
+	if p.inst == nil && p.retryAt.After(p.opts.Now()) {
+		s.RetryAt = p.retryAt
 	}
 	inst := p.inst
 	p.mu.Unlock()

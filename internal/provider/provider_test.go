@@ -159,6 +159,9 @@ func TestStartFailureBackoff(t *testing.T) {
 		}
 
 		// Inside the backoff: refused without a launch.
+		if got, want := p.Snapshot().RetryAt, clock.Now().Add(backoff); !got.Equal(want) {
+			t.Errorf("attempt %d: snapshot retry at %v, want %v", attempt, got, want)
+		}
 		retryAt := clock.Now().Add(backoff).UTC().Format(time.RFC3339)
 		_, err = p.Call(t.Context(), "echo", nil)
 		if got := kindOf(t, err); got != provider.KindUnavailable {
@@ -192,8 +195,8 @@ func TestStartFailureBackoff(t *testing.T) {
 		t.Errorf("launches = %d, want %d", got, failures+1)
 	}
 	snap := p.Snapshot()
-	if snap.State != provider.Ready || snap.LastError != "" {
-		t.Errorf("after recovery: state %s, last error %q", snap.State, snap.LastError)
+	if snap.State != provider.Ready || snap.LastError != "" || !snap.RetryAt.IsZero() {
+		t.Errorf("after recovery: state %s, last error %q, retry at %v", snap.State, snap.LastError, snap.RetryAt)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -155,7 +156,15 @@ func (r *Report) figure10(b *strings.Builder) {
 	}
 	b.WriteString("\nThe gateway's and mcp-go's functions by cumulative time:\n\n" + ct.String())
 	fmt.Fprintf(b, "\nA CPU profile of a gateway running inside the bench process (the same packages as bin/hangar, JSON logs at INFO) while 32 sessions make %d `hangar_call` add calls in %s, "+
-		"with the bench's client side ignored (`-ignore=%s`). %s. Compare this table with the previous BENCHMARKS.md to see what changed; "+
+		"with the bench's client side ignored (`-ignore=%s`). %s. "+
 		"`go test -run '^$' -bench . -benchmem ./internal/gateway/ ./internal/batch/ ./internal/mcpconn/` has the per-function benchmarks.\n\n",
 		x.Calls, FormatDuration(x.Took), profileIgnore, x.Samples)
+	b.WriteString("### Before the hot-path work\n\nThe same tables from the run of 2026-11-23 19:39 UTC (commit e1b8e24), before issue 14's changes, so the two can be read side by side:\n\n")
+	_, before, _ := strings.Cut(profileBefore, "-->\n")
+	b.WriteString(strings.TrimSpace(before) + "\n\n")
 }
+
+// profileBefore is figure 10 as it stood before the hot-path work.
+//
+//go:embed profile_before.md
+var profileBefore string

@@ -120,6 +120,9 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		"stderr_tail":  s.Stderr,
 		"idle_ttl_s":   spec.IdleTTL.Seconds(),
 		"source":       g.sourceOf(id),
+		// Beyond seed 001: claims on this ID from sources of lower
+		// precedence, which are not served.
+		"shadowed_claims": g.shadowedClaims(id),
 	}
 	if spec.Image != "" {
 		img := g.imageStatus(id)

@@ -2,12 +2,14 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -220,6 +222,22 @@ func TestDetails(t *testing.T) {
 	}
 	if len(list(t, resp["tools"])) != 1 {
 		t.Errorf("tools = %v", resp["tools"])
+	}
+	if sc := list(t, meta["shadowed_claims"]); len(sc) != 0 {
+		t.Errorf("shadowed_claims = %v, want none", sc)
+	}
+
+	// An install claiming the same ID is shadowed by the config file, and
+	// details says so.
+	inst := server("d")
+	if err := h.g.Catalog.Put(t.Context(), catalog.SourceInstalled, inst, "test"); !errors.Is(err, catalog.ErrShadowed) {
+		t.Fatalf("install of a configured ID: %v, want shadowed", err)
+	}
+	meta = obj(t, h.ok(t, "hangar_details", map[string]any{"mcp_server": "d"})["meta"])
+	sc := list(t, meta["shadowed_claims"])
+	if len(sc) != 1 || obj(t, sc[0])["source"] != string(catalog.SourceInstalled) ||
+		!strings.Contains(obj(t, sc[0])["reason"].(string), "takes precedence") {
+		t.Errorf("shadowed_claims = %v, want the install, shadowed by config", sc)
 	}
 }
 

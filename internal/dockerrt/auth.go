@@ -3,14 +3,12 @@ package dockerrt
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
+	cliconfig "github.com/docker/cli/cli/config"
 	"github.com/moby/moby/api/types/registry"
 )
 
@@ -53,77 +51,27 @@ func DockerConfigDir() string {
 	return filepath.Join(home, ".docker")
 }
 
-// dockerConfigFile is the part of the Docker client's config.json used here.
-type dockerConfigFile struct {
-	Auths map[string]struct {
-		Auth     string `json:"auth"`
-		Username string `json:"username"`
-		Password string `json:"password"`
-	} `json:"auths"`
-	CredsStore  string            `json:"credsStore"`
-	CredHelpers map[string]string `json:"credHelpers"`
-}
-
-// LoadDockerCreds reads the `auths` of config.json in dir, by registry host
-// ("docker.io", "127.0.0.1:5000"). A missing file is no credentials.
-// Credential helpers are not run (the gateway image has none); that is
-// logged so an empty result is not a mystery.
-func LoadDockerCreds(dir string, log *slog.Logger) (map[string]RegistryCreds, error) {
-	out := map[string]RegistryCreds{}
+// DockerCreds returns the credentials the Docker client would use for
+// registry (a host as a normalised image reference names it: "docker.io",
+// "127.0.0.1:5000"): config.json in dir with its auths, credsStore and
+// credHelpers (helpers run as docker-credential-<name> from PATH), and
+// $DOCKER_AUTH_CONFIG. No dir, or no file, is no credentials. A helper
+// that fails is logged and its registry pulled with what config.json
+// itself holds (often nothing), so a host's helper the gateway cannot run
+// never blocks an anonymous pull.
+func DockerCreds(dir, registry string, log *slog.Logger) (RegistryCreds, error) {
 	if dir == "" {
-		return out, nil
+		return RegistryCreds{}, nil
 	}
-	path := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
+	cf, err := cliconfig.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("docker client config: %w", err)
+		// The decoder's messages quote no values, so they are safe to show.
+		return RegistryCreds{}, fmt.Errorf("docker client config: %w", err)
 	}
-	var f dockerConfigFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		// The decoder's message quotes no values, so it is safe to show.
-		return nil, fmt.Errorf("docker client config %s: %w", path, err)
+	ac, err := cf.GetAuthConfig(registry)
+	if err != nil && log != nil {
+		log.Warn("docker credential helper failed; pulling with config.json's own entry for the registry",
+			"registry", registry, "file", cf.Filename, "error", err)
 	}
-	if (f.CredsStore != "" || len(f.CredHelpers) > 0) && log != nil {
-		log.Warn("docker client config names credential helpers; hangar does not run them, only auths entries are used",
-			"file", path, "creds_store", f.CredsStore, "cred_helpers", len(f.CredHelpers))
-	}
-	for key, a := range f.Auths {
-		c := RegistryCreds{Username: a.Username, Password: a.Password}
-		if a.Auth != "" {
-			raw, err := base64.StdEncoding.DecodeString(a.Auth)
-			if err != nil {
-				return nil, fmt.Errorf("docker client config %s: auths[%q].auth is not base64", path, key)
-			}
-			user, pass, ok := strings.Cut(string(raw), ":")
-			if !ok {
-				return nil, fmt.Errorf("docker client config %s: auths[%q].auth is not user:password", path, key)
-			}
-			c = RegistryCreds{Username: user, Password: pass}
-		}
-		if c.Empty() {
-			continue
-		}
-		out[registryHost(key)] = c
-	}
-	return out, nil
-}
-
-// registryHost turns an auths key ("https://index.docker.io/v1/",
-// "http://127.0.0.1:5000", "ghcr.io") into the host a normalised image
-// reference names.
-func registryHost(key string) string {
-	h := key
-	if i := strings.Index(h, "://"); i >= 0 {
-		h = h[i+3:]
-	}
-	h, _, _ = strings.Cut(h, "/")
-	h = strings.ToLower(h)
-	switch h {
-	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
-		return "docker.io"
-	}
-	return h
+	return RegistryCreds{Username: ac.Username, Password: ac.Password}, nil
 }

@@ -39,7 +39,7 @@ type Images struct {
 	log     *slog.Logger
 	// creds are read from the Docker client config at every pull, so a
 	// `docker login` on the host needs no gateway restart.
-	creds func() (map[string]RegistryCreds, error)
+	creds func(registry string) (RegistryCreds, error)
 }
 
 // NewImages returns an Images; allowed are registry globs (nil: all).
@@ -53,14 +53,14 @@ func NewImages(api ImageAPI, allowed []string, log *slog.Logger) *Images {
 		puller:  NewPuller(api, log),
 		allowed: allowed,
 		log:     log,
-		creds:   func() (map[string]RegistryCreds, error) { return LoadDockerCreds(dir, log) },
+		creds:   func(r string) (RegistryCreds, error) { return DockerCreds(dir, r, log) },
 	}
 }
 
 // SetCredsDir makes credentials come from config.json in dir (tests, and a
 // --docker-config flag).
 func (im *Images) SetCredsDir(dir string) {
-	im.creds = func() (map[string]RegistryCreds, error) { return LoadDockerCreds(dir, im.log) }
+	im.creds = func(r string) (RegistryCreds, error) { return DockerCreds(dir, r, im.log) }
 }
 
 // Puller is the single-flight puller, for progress queries.
@@ -193,11 +193,7 @@ func (im *Images) credsFor(registry string, own *RegistryCreds) (RegistryCreds, 
 	if own != nil {
 		return *own, nil
 	}
-	all, err := im.creds()
-	if err != nil {
-		return RegistryCreds{}, err
-	}
-	return all[registry], nil
+	return im.creds(registry)
 }
 
 // Inspect resolves ref on the engine; a missing image is a NotFound error.

@@ -136,7 +136,7 @@ const (
 
 func newTestImages(f *fakeEngine, allowed ...string) *Images {
 	im := NewImages(f, allowed, quiet())
-	im.creds = func() (map[string]RegistryCreds, error) { return nil, nil }
+	im.creds = func(string) (RegistryCreds, error) { return RegistryCreds{}, nil }
 	return im
 }
 
@@ -422,50 +422,59 @@ func TestLocalImageDigestIsID(t *testing.T) {
 	}
 }
 
+// TestDockerCreds: credentials come as the Docker client finds them:
+// auths entries (any key form), a registry's credHelpers entry run from
+// PATH, and a credsStore the gateway cannot run falls back to auths with a
+// warning that shows no secret. Not parallel: t.Setenv (PATH).
 func TestDockerCreds(t *testing.T) {
-	t.Parallel()
+	bin := t.TempDir()
+	helper := "#!/bin/sh\nread server\necho '{\"ServerURL\":\"'$server'\",\"Username\":\"helper-user\",\"Secret\":\"helper-secret\"}'\n"
+	if err := os.WriteFile(filepath.Join(bin, "docker-credential-hangartest"), []byte(helper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("DOCKER_AUTH_CONFIG", "")
+
 	dir := t.TempDir()
 	b64 := base64.StdEncoding.EncodeToString([]byte("alice:pa:ss"))
 	cfg := `{"auths": {
 		"https://index.docker.io/v1/": {"auth": "` + b64 + `"},
 		"http://127.0.0.1:5000": {"username": "bob", "password": "pw"},
-		"ghcr.io": {},
 		"quay.io/some/path": {"auth": "` + base64.StdEncoding.EncodeToString([]byte("q:w")) + `"}
-	}, "credsStore": "desktop"}`
+	}, "credHelpers": {"helper.example:5000": "hangartest", "broken.example": "nosuchhelper"}}`
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var logged strings.Builder
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	got, err := LoadDockerCreds(dir, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]RegistryCreds{
-		"docker.io":      {"alice", "pa:ss"},
-		"127.0.0.1:5000": {"bob", "pw"},
-		"quay.io":        {"q", "w"},
-	}
-	if len(got) != len(want) {
-		t.Errorf("got %d registries %v, want %v", len(got), got, want)
-	}
-	for k, w := range want {
-		if got[k] != w {
-			t.Errorf("creds[%s] = %v, want %v", k, got[k], w)
+	for registry, want := range map[string]RegistryCreds{
+		"docker.io":           {"alice", "pa:ss"},
+		"127.0.0.1:5000":      {"bob", "pw"},
+		"quay.io":             {"q", "w"},
+		"helper.example:5000": {"helper-user", "helper-secret"},
+		"ghcr.io":             {},
+		"broken.example":      {},
+	} {
+		got, err := DockerCreds(dir, registry, log)
+		if err != nil || got != want {
+			t.Errorf("creds for %s = %v, %v; want %v", registry, got, err, want)
 		}
 	}
-	if !strings.Contains(logged.String(), "credential helpers") || strings.Contains(logged.String(), "pa:ss") {
-		t.Errorf("log = %q: want a note on credential helpers and no secret", logged.String())
+	if !strings.Contains(logged.String(), "nosuchhelper") || strings.Contains(logged.String(), "pa:ss") ||
+		strings.Contains(logged.String(), "helper-secret") {
+		t.Errorf("log = %q: want a warning naming the failed helper and no secret", logged.String())
 	}
 
-	// Missing file: no credentials, no error.
-	if got, err := LoadDockerCreds(t.TempDir(), log); err != nil || len(got) != 0 {
-		t.Errorf("missing config: %v, %v", got, err)
+	// No dir, or no file: no credentials, no error.
+	for _, d := range []string{"", t.TempDir()} {
+		if got, err := DockerCreds(d, "docker.io", log); err != nil || !got.Empty() {
+			t.Errorf("config dir %q: %v, %v", d, got, err)
+		}
 	}
 	// Bad base64 is an error that quotes no secret.
 	bad := t.TempDir()
 	_ = os.WriteFile(filepath.Join(bad, "config.json"), []byte(`{"auths":{"x.io":{"auth":"!!notbase64-secret"}}}`), 0o600)
-	if _, err := LoadDockerCreds(bad, log); err == nil || strings.Contains(err.Error(), "notbase64-secret") {
+	if _, err := DockerCreds(bad, "x.io", log); err == nil || strings.Contains(err.Error(), "notbase64-secret") {
 		t.Errorf("bad auth: %v", err)
 	}
 }
@@ -528,7 +537,7 @@ func TestPullProgressThrottled(t *testing.T) {
 		var logged strings.Builder
 		var logMu sync.Mutex
 		im := NewImages(f, nil, slog.New(slog.NewTextHandler(lockedWriter{&logged, &logMu}, nil)))
-		im.creds = func() (map[string]RegistryCreds, error) { return nil, nil }
+		im.creds = func(string) (RegistryCreds, error) { return RegistryCreds{}, nil }
 		var got []Progress
 		var mu sync.Mutex
 		_, err := im.Ensure(t.Context(), ImageRequest{Image: testRef, OnProgress: func(p Progress) {

@@ -57,11 +57,18 @@ func (a *App) AuthHTTP(addr net.Addr) (*auth.HTTP, error) {
 	if c.OIDC.Issuer != "" {
 		h.AuthorizationServers = []string{c.OIDC.Issuer}
 	}
-	// Tokens, OIDC and the rate limit follow a reload (a revoked token
-	// stops working); the listen-time decisions (anonymous access, the api
-	// key header) need a restart.
+	// Tokens, OIDC, the rate limit, the API key header and anonymous
+	// access follow a reload (a revoked token stops working at once). A
+	// reload that leaves an exposed endpoint with no way in fails closed:
+	// every request is refused until the config gives credentials again.
 	a.Gateway.OnConfig = func(next *config.Config) {
-		h.Reload(auth.NewAuthenticator(a.ctx, next.Auth, auth.Options{Extra: extra}), next.Auth.RateLimit)
+		nc := next.Auth
+		authn := auth.NewAuthenticator(a.ctx, nc, auth.Options{Extra: extra})
+		if !loopback && !authn.HasCredentials() && !nc.AllowAnonymous {
+			a.Log.Error("the reloaded config has no credentials and no anonymous access on a non-loopback address: every request is refused until it has",
+				"listen", addr.String())
+		}
+		h.Reload(auth.Settings{Auth: authn, RateLimit: nc.RateLimit, APIKeyHeader: nc.APIKeyHeader, AllowAnonymous: nc.AllowAnonymous})
 	}
 	return h, nil
 }

@@ -121,8 +121,8 @@ func TestReloadRevokesToken(t *testing.T) {
 	t.Parallel()
 	const oldTok, newTok = "hgr_old-token-0123456789", "hgr_new-token-0123456789"
 	path := filepath.Join(t.TempDir(), "config.yaml")
-	write := func(tok string) {
-		y := "auth:\n  tokens:\n    - {name: t, token_sha256: \"" + hashHex(tok) + "\", scopes: [hangar:read]}\n"
+	write := func(tok string, more ...string) {
+		y := "auth:\n  tokens:\n    - {name: t, token_sha256: \"" + hashHex(tok) + "\", scopes: [hangar:read]}\n" + strings.Join(more, "")
 		if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -140,11 +140,16 @@ func TestReloadRevokesToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := a.Gateway.HTTP(a.Gateway.MCPServer(), gateway.HTTPOptions{Auth: h})
-	status := func(tok string) int {
+	status := func(tok string, header ...string) int {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+tok)
+		switch {
+		case len(header) > 0:
+			req.Header.Set(header[0], tok)
+		case tok != "":
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
 		rec := httptest.NewRecorder()
 		ep.Handler.ServeHTTP(rec, req)
 		return rec.Code
@@ -161,6 +166,27 @@ func TestReloadRevokesToken(t *testing.T) {
 	}
 	if s := status(newTok); s != http.StatusOK {
 		t.Errorf("new token: %d", s)
+	}
+
+	// The API key header and anonymous access follow a reload too.
+	if s := status(newTok, "X-Hangar-Key"); s != http.StatusUnauthorized {
+		t.Errorf("key in a header not configured yet: %d", s)
+	}
+	if s := status(""); s != http.StatusUnauthorized {
+		t.Errorf("anonymous before it is allowed: %d", s)
+	}
+	write(newTok, "  api_key_header: X-Hangar-Key\n  allow_anonymous: true\n")
+	if r := a.Gateway.Reload(t.Context(), true); r.Status != "success" {
+		t.Fatalf("reload: %+v", r)
+	}
+	if s := status(newTok, "X-Hangar-Key"); s != http.StatusOK {
+		t.Errorf("key in the reloaded header: %d", s)
+	}
+	if s := status(""); s != http.StatusOK {
+		t.Errorf("anonymous once allowed: %d", s)
+	}
+	if s := status(oldTok, "X-Hangar-Key"); s != http.StatusUnauthorized {
+		t.Errorf("revoked token in the new header: %d", s)
 	}
 }
 

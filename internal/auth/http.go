@@ -45,27 +45,32 @@ type HTTP struct {
 	AuthorizationServers []string
 	Log                  *slog.Logger
 
-	// reloaded replaces Auth and RateLimit after a config reload, so a
-	// token removed from the config stops working without a restart.
-	reloaded atomic.Pointer[reloadable]
+	// reloaded replaces what a config reload changes, so a token removed
+	// from the config stops working without a restart.
+	reloaded atomic.Pointer[Settings]
 }
 
-type reloadable struct {
-	auth *Authenticator
-	rate config.RateLimit
+// Settings are what a config reload changes of the endpoint's
+// authentication: the credentials, the default rate limit, the header an
+// API key comes in, and anonymous access.
+type Settings struct {
+	Auth           *Authenticator
+	RateLimit      config.RateLimit
+	APIKeyHeader   string
+	AllowAnonymous bool
 }
 
-// Reload swaps in the tokens, OIDC settings and default rate limit of a
-// reloaded config; requests already past the middleware are unaffected.
-func (h *HTTP) Reload(au *Authenticator, rl config.RateLimit) {
-	h.reloaded.Store(&reloadable{auth: au, rate: rl})
+// Reload swaps in the settings of a reloaded config; requests already past
+// the middleware are unaffected.
+func (h *HTTP) Reload(s Settings) {
+	h.reloaded.Store(&s)
 }
 
-func (h *HTTP) current() (*Authenticator, config.RateLimit) {
-	if r := h.reloaded.Load(); r != nil {
-		return r.auth, r.rate
+func (h *HTTP) current() Settings {
+	if s := h.reloaded.Load(); s != nil {
+		return *s
 	}
-	return h.Auth, h.RateLimit
+	return Settings{Auth: h.Auth, RateLimit: h.RateLimit, APIKeyHeader: h.APIKeyHeader, AllowAnonymous: h.AllowAnonymous}
 }
 
 // Middleware puts the caller's Identity in r.Context(), or answers 401
@@ -73,14 +78,14 @@ func (h *HTTP) current() (*Authenticator, config.RateLimit) {
 // without calling next, so no session is ever created for such a request.
 func (h *HTTP) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		authn, defaultRate := h.current()
-		id, rl, ok := h.identify(w, r, authn)
+		cur := h.current()
+		id, rl, ok := h.identify(w, r, cur)
 		if !ok {
 			return
 		}
 		if h.Limiter != nil && id.Kind != KindLocal {
 			if rl == nil {
-				rl = &defaultRate
+				rl = &cur.RateLimit
 			}
 			if allowed, wait := h.Limiter.Allow(bucketKey(id, r), *rl); !allowed {
 				secs := RetryAfterSeconds(wait)
@@ -94,7 +99,8 @@ func (h *HTTP) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-func (h *HTTP) identify(w http.ResponseWriter, r *http.Request, authn *Authenticator) (Identity, *config.RateLimit, bool) {
+func (h *HTTP) identify(w http.ResponseWriter, r *http.Request, cur Settings) (Identity, *config.RateLimit, bool) {
+	authn := cur.Auth
 	if !authn.HasCredentials() {
 		// Nothing to check a credential against, so one that is sent is
 		// ignored rather than refused: clients that always send a token
@@ -102,14 +108,14 @@ func (h *HTTP) identify(w http.ResponseWriter, r *http.Request, authn *Authentic
 		switch {
 		case h.Loopback:
 			return Local(KindLocal), nil, true
-		case h.AllowAnonymous:
+		case cur.AllowAnonymous:
 			return NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil), nil, true
 		}
 		h.refuse(w, r, "no credentials are configured and anonymous access is off", false)
 		return Identity{}, nil, false
 	}
-	cred, err := Credential(r.Header, h.APIKeyHeader)
-	if err == ErrNoCredential && h.AllowAnonymous {
+	cred, err := Credential(r.Header, cur.APIKeyHeader)
+	if err == ErrNoCredential && cur.AllowAnonymous {
 		// Beside configured credentials, anonymous callers may only look:
 		// anything more would make the tokens' scopes pointless.
 		return NewIdentity(KindAnonymous, KindAnonymous, []string{ScopeRead}, nil), nil, true

@@ -16,7 +16,8 @@ import (
 // forwards the request to the server owning the prompt or resource, under
 // the provider's own prompt name. The caller's scopes and servers apply as
 // for prompts/get (a prompt it may not see is unknown) and resources/read
-// (a resource outside its servers is refused naming the scope).
+// (hangar:call, and a resource outside its servers is refused naming the
+// scope).
 
 var (
 	_ server.PromptCompletionProvider   = (*FrontDoor)(nil)
@@ -43,8 +44,8 @@ func (f *FrontDoor) CompleteResourceArgument(ctx context.Context, uri string, ar
 	if !ok {
 		return nil, fmt.Errorf("resource '%s' not found: no resource or resource template with that URI is served", uri)
 	}
-	if !mayUse(ctx, owner) {
-		return nil, auth.MissingScope(auth.ServerScope(owner))
+	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodCompletionComplete)), owner); e != nil {
+		return nil, e
 	}
 	return f.complete(ctx, owner, mcp.ResourceReference{Type: "ref/resource", URI: uri}, arg, cc)
 }

@@ -248,8 +248,10 @@ func (f *FrontDoor) subscribe(ctx context.Context, session, uri string) error {
 	if !ok {
 		return fmt.Errorf("resource '%s' not found: no resource or resource template with that URI is served", uri)
 	}
-	if !mayUse(ctx, owner) {
-		return auth.MissingScope(auth.ServerScope(owner))
+	// The scope of the method (hangar:read: an update names a URI, reading
+	// it still needs hangar:call) and the owner among the caller's servers.
+	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodResourcesSubscribe)), owner); e != nil {
+		return e
 	}
 	key := subKey{owner, uri}
 	up, added := f.subs.add(session, key)

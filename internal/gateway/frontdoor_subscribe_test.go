@@ -104,6 +104,7 @@ func TestFrontDoorCompletion(t *testing.T) {
 		{"unknown uri", ctx, `{"type":"ref/resource","uri":"file:///nope"}`, "resource 'file:///nope' not found"},
 		{"prompt outside the servers", limited, `{"type":"ref/prompt","name":"b__greet"}`, "prompt 'b__greet' not found"},
 		{"resource outside the servers", limited, `{"type":"ref/resource","uri":"item-b://{n}"}`, "Token missing required scope: server:b"},
+		{"resource without hangar:call", readOnly, `{"type":"ref/resource","uri":"item-a://{n}"}`, "Token missing required scope: hangar:call"},
 		{"prompt without hangar:call", readOnly, `{"type":"ref/prompt","name":"a__greet"}`, "prompt 'a__greet' not found"},
 	}
 	for _, r := range refusals {
@@ -272,8 +273,9 @@ func TestFrontDoorSubscriptions(t *testing.T) {
 }
 
 // TestFrontDoorSubscribeRefusals: a URI nobody serves, one whose server is
-// outside the caller's, and a provider without subscriptions are refused
-// with the reason; nothing is left subscribed.
+// outside the caller's, and a caller without hangar:read are refused with
+// the reason; nothing is left subscribed. hangar:read is enough (reading
+// the resource is what needs hangar:call).
 func TestFrontDoorSubscribeRefusals(t *testing.T) {
 	t.Parallel()
 	h := newFrontDoor(t, nil, nil, nil, server("a"), server("b"))
@@ -282,7 +284,8 @@ func TestFrontDoorSubscribeRefusals(t *testing.T) {
 	h.ok(t, "hangar_start", map[string]any{"mcp_server": "b"})
 	h.refresh(t)
 	c := newNoteClient(t, h.srv)
-	limited := auth.WithIdentity(ctx, auth.NewIdentity("t", auth.KindToken, []string{auth.ScopeRead, auth.ScopeCall}, []string{"a"}))
+	limited := auth.WithIdentity(ctx, auth.NewIdentity("t", auth.KindToken, []string{auth.ScopeRead}, []string{"a"}))
+	noScope := auth.WithIdentity(ctx, auth.NewIdentity("n", auth.KindToken, nil, nil))
 	for _, tt := range []struct {
 		name string
 		ctx  context.Context
@@ -292,6 +295,7 @@ func TestFrontDoorSubscribeRefusals(t *testing.T) {
 		{"unknown", ctx, "file:///nope", "resource 'file:///nope' not found"},
 		{"outside the servers", limited, "file:///b", "Token missing required scope: server:b"},
 		{"template outside the servers", limited, "item-b://3", "Token missing required scope: server:b"},
+		{"no scope", noScope, "file:///a", "Token missing required scope: hangar:read"},
 	} {
 		err := c.subscribe(tt.ctx, tt.uri)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

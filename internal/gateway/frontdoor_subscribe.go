@@ -314,6 +314,9 @@ var subscribeMethod = []byte(`subscribe"`)
 // door's part of resources/subscribe and resources/unsubscribe before
 // mcp-go acknowledges them, and refuses them with a reason.
 func (f *FrontDoor) onRequest(ctx context.Context, _ any, message any) error {
+	if env, ok := RequestEnvelope(ctx); ok && env.Method != string(mcp.MethodResourcesSubscribe) && env.Method != string(mcp.MethodResourcesUnsubscribe) {
+		return nil // over HTTP the method is known without looking
+	}
 	raw, ok := message.(json.RawMessage)
 	if !ok || !bytes.Contains(raw, subscribeMethod) {
 		return nil

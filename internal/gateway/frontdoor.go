@@ -107,6 +107,9 @@ type FrontDoor struct {
 	// provider's notifications).
 	mcp  atomic.Pointer[server.MCPServer]
 	subs subscriptions // resource subscriptions of client sessions
+	// resubFailed is, by subscription, the error of its last renewal;
+	// only Run touches it.
+	resubFailed map[subKey]string
 }
 
 // NewFrontDoor returns a front door over src; Attach gives it its server.

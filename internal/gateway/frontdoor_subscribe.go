@@ -233,13 +233,19 @@ func (f *FrontDoor) relayUpdated(key subKey) func(params map[string]any) {
 // lost by stopping or restarting. Run calls it every tick.
 func (f *FrontDoor) resubscribe(ctx context.Context) {
 	keys, ups := f.subs.snapshot()
+	failed := map[subKey]string{}
 	for i, key := range keys {
 		sctx, cancel := context.WithTimeout(ctx, extrasTimeout)
 		if err := f.syncUpstream(sctx, key, ups[i], false); err != nil {
-			f.log.Warn("resource subscription not renewed", FieldServer, key.server, FieldError, err)
+			failed[key] = err.Error()
+			// Once per failure, not once a tick.
+			if f.resubFailed[key] != err.Error() {
+				f.log.Warn("resource subscription not renewed", FieldServer, key.server, FieldError, err)
+			}
 		}
 		cancel()
 	}
+	f.resubFailed = failed
 }
 
 // subscribe is a client session's resources/subscribe.

@@ -21,6 +21,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
@@ -42,11 +43,19 @@ func suffixOf(server, tool string) string {
 type rawClient struct {
 	url     string
 	session string
+	// token, when set, is sent as the bearer token.
+	token string
 }
 
 func newRawClient(t *testing.T, url string) *rawClient {
 	t.Helper()
-	c := &rawClient{url: url}
+	return newRawClientWith(t, url, "")
+}
+
+// newRawClientWith is newRawClient authenticating with token.
+func newRawClientWith(t *testing.T, url, token string) *rawClient {
+	t.Helper()
+	c := &rawClient{url: url, token: token}
 	c.rpc(t, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}`)
 	return c
 }
@@ -54,6 +63,28 @@ func newRawClient(t *testing.T, url string) *rawClient {
 // rpc sends one request and returns its raw result; a JSON-RPC error fails
 // the test.
 func (c *rawClient) rpc(t *testing.T, method, params string) json.RawMessage {
+	t.Helper()
+	a := c.post(t, method, params)
+	if a.Error != nil {
+		t.Fatalf("%s: %+v", method, *a.Error)
+	}
+	return a.Result
+}
+
+// rawAnswer is the answer to one request.
+type rawAnswer struct {
+	Status int
+	Header http.Header
+	Result json.RawMessage
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+}
+
+// post sends one request and returns its answer, error or not.
+func (c *rawClient) post(t *testing.T, method, params string) rawAnswer {
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":%q,"params":%s}`, method, params)
 	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
@@ -64,6 +95,9 @@ func (c *rawClient) rpc(t *testing.T, method, params string) json.RawMessage {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -90,21 +124,17 @@ func (c *rawClient) rpc(t *testing.T, method, params string) json.RawMessage {
 		msgs = append(msgs, b.Bytes())
 	}
 	for _, m := range msgs {
+		a := rawAnswer{Status: resp.StatusCode, Header: resp.Header}
 		var r struct {
-			ID     json.RawMessage `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
+			ID json.RawMessage `json:"id"`
 		}
-		if json.Unmarshal(m, &r) != nil || string(r.ID) != "7" {
+		if json.Unmarshal(m, &r) != nil || string(r.ID) != "7" || json.Unmarshal(m, &a) != nil {
 			continue
 		}
-		if r.Error != nil {
-			t.Fatalf("%s: %s", method, r.Error)
-		}
-		return r.Result
+		return a
 	}
 	t.Fatalf("%s: no answer in %d message(s) (HTTP %d)", method, len(msgs), resp.StatusCode)
-	return nil
+	return rawAnswer{}
 }
 
 // toolNamesRaw lists the tools the gateway serves, by name.
@@ -636,5 +666,201 @@ mcp_servers:
 	}
 	if n != 1 {
 		t.Errorf("embedded:info listed %d times", n)
+	}
+}
+
+// TestFrontDoorTokenServers: a token limited to servers: [kit-a] lists
+// only kit-a's callables (and the hangar_* tools its scopes allow), is
+// refused kit-b's with seed 004's -32002 naming the scope, and calls
+// kit-a's.
+func TestFrontDoorTokenServers(t *testing.T) {
+	const adminTok, agentTok = "hgr_admin-token-for-servers", "hgr_agent-token-for-kit-a"
+	g := startGateway(t, `
+mcp_servers:
+  kit-a:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    start_timeout_s: 30
+  kit-b:
+    mode: docker
+    image: mcp-hangar/testkit:dev
+    start_timeout_s: 30
+auth:
+  tokens:
+    - {name: admin, token_sha256: "`+auth.HashHex(adminTok)+`", scopes: [hangar:read, hangar:call, hangar:admin]}
+    - {name: agent, token_sha256: "`+auth.HashHex(agentTok)+`", scopes: [hangar:read, hangar:call], servers: [kit-a]}
+`)
+	admin := newRawClientWith(t, g.MCPURL, adminTok)
+	for _, id := range []string{"kit-a", "kit-b"} {
+		admin.rpc(t, "tools/call", fmt.Sprintf(`{"name":"hangar_start","arguments":{"mcp_server":%q}}`, id))
+	}
+	admin.waitListed(t, "kit-a__echo")
+	admin.waitListed(t, "kit-b__echo")
+
+	agent := newRawClientWith(t, g.MCPURL, agentTok)
+	var listed struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(agent.rpc(t, "tools/list", `{}`), &listed); err != nil {
+		t.Fatal(err)
+	}
+	var providerTools, hangarTools []string
+	for _, tool := range listed.Tools {
+		if strings.HasPrefix(tool.Name, "hangar_") {
+			hangarTools = append(hangarTools, tool.Name)
+		} else {
+			providerTools = append(providerTools, tool.Name)
+		}
+	}
+	adminNames := admin.toolNames(t)
+	var kitA []string
+	for _, n := range adminNames {
+		if strings.HasPrefix(n, "kit-a__") {
+			kitA = append(kitA, n)
+		}
+	}
+	slices.Sort(providerTools)
+	if len(kitA) == 0 || !slices.Equal(providerTools, kitA) {
+		t.Errorf("agent lists %v, want kit-a's callables %v", providerTools, kitA)
+	}
+	for _, want := range []string{"hangar_list", "hangar_details", "hangar_call"} {
+		if !slices.Contains(hangarTools, want) {
+			t.Errorf("agent does not list %s: %v", want, hangarTools)
+		}
+	}
+	for _, admin := range []string{"hangar_start", "hangar_stop", "hangar_load"} {
+		if slices.Contains(hangarTools, admin) {
+			t.Errorf("agent lists %s, which needs hangar:admin", admin)
+		}
+	}
+
+	// kit-b's callable: refused before mcp-go, seed 004's code and words,
+	// the scope named in the error and the challenge.
+	a := agent.post(t, "tools/call", `{"name":"kit-b__echo","arguments":{"text":"no"}}`)
+	if a.Error == nil || a.Error.Code != -32002 || a.Error.Message != "Token missing required scope: server:kit-b" {
+		t.Errorf("kit-b__echo for the agent: HTTP %d, error %+v", a.Status, a.Error)
+	}
+	if a.Status != http.StatusForbidden || !strings.Contains(a.Header.Get("WWW-Authenticate"), `scope="server:kit-b"`) {
+		t.Errorf("kit-b__echo refusal: HTTP %d, WWW-Authenticate %q", a.Status, a.Header.Get("WWW-Authenticate"))
+	}
+	res := agent.rpc(t, "tools/call", `{"name":"kit-a__echo","arguments":{"text":"yes"}}`)
+	if !bytes.Contains(res, []byte(`"text":"yes"`)) || bytes.Contains(res, []byte(`"isError":true`)) {
+		t.Errorf("kit-a__echo for the agent = %s", res)
+	}
+}
+
+// TestFrontDoorCompletionEverything: completion/complete through the front
+// door reaches mcp-go's everything server under its own prompt name and
+// resource template, and unknown refs are refused.
+func TestFrontDoorCompletionEverything(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  everything:
+    mode: docker
+    image: mcp-hangar/everything:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	var initRes struct {
+		Capabilities struct {
+			Completions *struct{} `json:"completions"`
+			Resources   struct {
+				Subscribe bool `json:"subscribe"`
+			} `json:"resources"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(newRawClient(t, g.MCPURL).rpc(t, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}`), &initRes); err != nil {
+		t.Fatal(err)
+	}
+	if initRes.Capabilities.Completions == nil || !initRes.Capabilities.Resources.Subscribe {
+		t.Errorf("capabilities %+v: completions and resources.subscribe not advertised", initRes.Capabilities)
+	}
+	c.rpc(t, "tools/call", `{"name":"hangar_start","arguments":{"mcp_server":"everything"}}`)
+	waitFor(t, 15*time.Second, "everything's prompts listed", func() bool {
+		return bytes.Contains(c.rpc(t, "prompts/list", `{}`), []byte(`"everything__complex_prompt"`))
+	})
+	waitFor(t, 15*time.Second, "everything's templates listed", func() bool {
+		return bytes.Contains(c.rpc(t, "resources/templates/list", `{}`), []byte(`test://dynamic/resource/{id}`))
+	})
+
+	var got struct {
+		Completion mcp.Completion `json:"completion"`
+	}
+	res := c.rpc(t, "completion/complete", `{"ref":{"type":"ref/prompt","name":"everything__complex_prompt"},"argument":{"name":"style","value":""}}`)
+	if err := json.Unmarshal(res, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Completion.Values) == 0 {
+		t.Errorf("complex_prompt style completions: %s", res)
+	}
+	res = c.rpc(t, "completion/complete", `{"ref":{"type":"ref/resource","uri":"test://dynamic/resource/{id}"},"argument":{"name":"id","value":"1"}}`)
+	got.Completion = mcp.Completion{}
+	if err := json.Unmarshal(res, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Completion.Values) == 0 || !slices.ContainsFunc(got.Completion.Values, func(v string) bool { return strings.HasPrefix(v, "1") }) {
+		t.Errorf("dynamic resource id completions: %s", res)
+	}
+	for _, ref := range []string{`{"type":"ref/prompt","name":"complex_prompt"}`, `{"type":"ref/resource","uri":"test://nowhere/{x}"}`} {
+		a := c.post(t, "completion/complete", `{"ref":`+ref+`,"argument":{"name":"x","value":""}}`)
+		if a.Error == nil || !strings.Contains(a.Error.Message, "not found") {
+			t.Errorf("completion for %s: %+v", ref, a.Error)
+		}
+	}
+}
+
+// TestFrontDoorSubscribeEverything: resources/subscribe through the front
+// door subscribes mcp-go's everything server once for two sessions, and
+// the last session's DELETE unsubscribes it (everything logs what it is
+// asked on stderr, whose tail hangar_details shows).
+func TestFrontDoorSubscribeEverything(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  everything:
+    mode: docker
+    image: mcp-hangar/everything:dev
+    start_timeout_s: 30
+`)
+	c1, c2 := newRawClient(t, g.MCPURL), newRawClient(t, g.MCPURL)
+	c1.rpc(t, "tools/call", `{"name":"hangar_start","arguments":{"mcp_server":"everything"}}`)
+	waitFor(t, 15*time.Second, "everything's resources listed", func() bool {
+		return bytes.Contains(c1.rpc(t, "resources/list", `{}`), []byte(`"test://static/resource"`))
+	})
+	for _, c := range []*rawClient{c1, c2} {
+		c.rpc(t, "resources/subscribe", `{"uri":"test://static/resource"}`)
+	}
+	if a := c1.post(t, "resources/subscribe", `{"uri":"test://nowhere"}`); a.Error == nil || !strings.Contains(a.Error.Message, "not found") {
+		t.Errorf("subscribe to a URI nobody serves: %+v", a.Error)
+	}
+	// What everything was asked, from its stderr as hangar_details shows it.
+	count := func(method string) int {
+		var res struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(c1.rpc(t, "tools/call", `{"name":"hangar_details","arguments":{"mcp_server":"everything"}}`), &res); err != nil || len(res.Content) == 0 {
+			t.Fatalf("hangar_details: %v", err)
+		}
+		return strings.Count(res.Content[0].Text, "beforeAny: "+method+",")
+	}
+	waitFor(t, 5*time.Second, "everything subscribed", func() bool { return count("resources/subscribe") == 1 })
+	c1.rpc(t, "resources/unsubscribe", `{"uri":"test://static/resource"}`)
+	// c2 still holds it: nothing sent upstream. Its DELETE ends it.
+	del, err := http.NewRequest(http.MethodDelete, g.MCPURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Header.Set("Mcp-Session-Id", c2.session)
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitFor(t, 5*time.Second, "everything unsubscribed", func() bool { return count("resources/unsubscribe") == 1 })
+	if n := count("resources/subscribe"); n != 1 {
+		t.Errorf("everything subscribed %d times for two sessions", n)
 	}
 }

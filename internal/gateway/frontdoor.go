@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -101,6 +102,14 @@ type FrontDoor struct {
 	// extrasSaved is, by server, the catalog version and extras hash last
 	// stored.
 	extrasSaved map[string]string
+
+	// mcp is srv for readers that must not wait for a Refresh (relaying a
+	// provider's notifications).
+	mcp  atomic.Pointer[server.MCPServer]
+	subs subscriptions // resource subscriptions of client sessions
+	// resubFailed is, by subscription, the error of its last renewal;
+	// only Run touches it.
+	resubFailed map[subKey]string
 }
 
 // NewFrontDoor returns a front door over src; Attach gives it its server.
@@ -129,12 +138,14 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 }
 
 // ServerOptions are the MCP server options the front door needs: tools
-// that announce changes, and per-caller visibility.
+// that announce changes, per-caller visibility, resource subscriptions
+// and completions. Its hooks (Hooks) go with them.
 func (f *FrontDoor) ServerOptions() []server.ServerOption {
 	return []server.ServerOption{
 		server.WithToolCapabilities(true), server.WithToolFilter(f.filter),
-		server.WithResourceCapabilities(false, true),
+		server.WithResourceCapabilities(true, true),
 		server.WithPromptCapabilities(true), server.WithPromptFilter(f.promptFilter),
+		server.WithCompletions(), server.WithPromptCompletionProvider(f), server.WithResourceCompletionProvider(f),
 	}
 }
 
@@ -143,6 +154,7 @@ func (f *FrontDoor) Attach(s *server.MCPServer) {
 	f.refreshMu.Lock()
 	f.srv = s
 	f.refreshMu.Unlock()
+	f.mcp.Store(s)
 }
 
 // Kick asks for a refresh soon (a server was added, removed or changed).
@@ -179,6 +191,7 @@ func (f *FrontDoor) Run(ctx context.Context) {
 				f.Kick()
 			}()
 		}
+		f.resubscribe(ctx)
 		select {
 		case <-ctx.Done():
 			return

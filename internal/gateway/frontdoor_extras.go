@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ func (f *FrontDoor) Extras(server string) (resources, templates, prompts []json.
 type extrasView struct {
 	resourceOwner map[string]string     // uri → server
 	templateOwner map[string]string     // uri template → server
+	templates     []servedTemplate      // sorted by template, to match URIs
 	shadowed      map[string][]string   // server → URIs (and templates) another server keeps
 	prompts       map[string]*binding   // callable prompt name → binding
 	promptsOf     map[string][]*binding // by server
@@ -174,6 +176,9 @@ func (f *FrontDoor) refreshExtras(ctx context.Context, servables []Servable) {
 				continue
 			}
 			view.templateOwner[u.URITemplate] = sv.ID
+			if t.URITemplate != nil && t.URITemplate.Template != nil {
+				view.templates = append(view.templates, servedTemplate{template: u.URITemplate, re: t.URITemplate.Regexp(), owner: sv.ID})
+			}
 			templates[u.URITemplate] = t
 			fmt.Fprintf(&sig, "t %s %s %s\n", sv.ID, u.URITemplate, raw)
 		}
@@ -231,6 +236,7 @@ func (f *FrontDoor) refreshExtras(ctx context.Context, servables []Servable) {
 	for _, l := range view.promptsOf {
 		sort.Slice(l, func(i, j int) bool { return l[i].Callable < l[j].Callable })
 	}
+	sort.Slice(view.templates, func(i, j int) bool { return view.templates[i].template < view.templates[j].template })
 
 	f.mu.Lock()
 	f.view = view
@@ -274,6 +280,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// servedTemplate is a resource template the front door serves.
+type servedTemplate struct {
+	template string
+	re       *regexp.Regexp
+	owner    string
+}
+
+// ownerOf is the server that serves uri on the front door: a listed
+// resource, a template named as such (completion refers to templates by
+// their text), else the first template (by text) that uri matches, as
+// resources/read finds it.
+func (f *FrontDoor) ownerOf(uri string) (string, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if owner, ok := f.view.resourceOwner[uri]; ok {
+		return owner, true
+	}
+	if owner, ok := f.view.templateOwner[uri]; ok {
+		return owner, true
+	}
+	for _, t := range f.view.templates {
+		if t.re.MatchString(uri) {
+			return t.owner, true
+		}
+	}
+	return "", false
 }
 
 // mayUse says whether the caller may reach server through the front door.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,8 +41,14 @@ func (futureContent) MarshalJSON() ([]byte, error) {
 //	slow         → reports progress steps (arg "steps"), then "done";
 //	               with "hold": waits until cancelled
 //	<extra>      → whatever extra adds
-func providerServer(id string, extra func(*mcpserver.MCPServer)) *mcpserver.MCPServer {
-	s := mcpserver.NewMCPServer(id, "1", mcpserver.WithToolCapabilities(false))
+//
+// Resources can be subscribed to (hooks sees the requests); completions
+// answer "<id>:<ref>:<argument>=<value>", ref being the prompt name or the
+// URI the provider was asked about.
+func providerServer(id string, extra func(*mcpserver.MCPServer), hooks *mcpserver.Hooks) *mcpserver.MCPServer {
+	s := mcpserver.NewMCPServer(id, "1", mcpserver.WithToolCapabilities(false),
+		mcpserver.WithResourceCapabilities(true, false), mcpserver.WithHooks(hooks),
+		mcpserver.WithCompletions(), mcpserver.WithPromptCompletionProvider(echoCompleter(id)), mcpserver.WithResourceCompletionProvider(echoCompleter(id)))
 	s.AddTool(mcp.Tool{
 		Name:            "echo_raw",
 		Title:           "Echo raw",
@@ -123,6 +130,17 @@ func providerServer(id string, extra func(*mcpserver.MCPServer)) *mcpserver.MCPS
 	return s
 }
 
+// echoCompleter completes with what it was asked, naming its server.
+type echoCompleter string
+
+func (c echoCompleter) CompletePromptArgument(_ context.Context, name string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	return &mcp.Completion{Values: []string{fmt.Sprintf("%s:%s:%s=%s", c, name, arg.Name, arg.Value)}}, nil
+}
+
+func (c echoCompleter) CompleteResourceArgument(_ context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	return &mcp.Completion{Values: []string{fmt.Sprintf("%s:%s:%s=%s", c, uri, arg.Name, arg.Value)}, HasMore: true}, nil
+}
+
 // pipeBackend is a provider.Backend over an mcp-go server on an HTTP test
 // server. (Not stdio: mcp-go's stdio server keeps its session in a package
 // variable, so two in one process would see each other's notifications.)
@@ -148,6 +166,15 @@ func (b *pipeBackend) ReadResource(ctx context.Context, uri string) (json.RawMes
 }
 func (b *pipeBackend) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
 	return b.conn.GetPrompt(ctx, name, args)
+}
+func (b *pipeBackend) Complete(ctx context.Context, ref any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	return b.conn.Complete(ctx, ref, arg, cc)
+}
+func (b *pipeBackend) Subscribe(ctx context.Context, uri string, updated func(map[string]any)) error {
+	return b.conn.Subscribe(ctx, uri, updated)
+}
+func (b *pipeBackend) Unsubscribe(ctx context.Context, uri string) error {
+	return b.conn.Unsubscribe(ctx, uri)
 }
 func (b *pipeBackend) Done() <-chan struct{} { return b.done }
 func (b *pipeBackend) Exit() string          { return "exit 0" }
@@ -181,16 +208,34 @@ type pipeLauncher struct {
 	mu       sync.Mutex
 	launches map[string]int
 	running  map[string]*mcpserver.MCPServer
+	// upstream records the resources/subscribe and unsubscribe requests
+	// each server got, as "<launch> subscribe|unsubscribe <uri>".
+	upstream map[string][]string
 }
 
 func newPipeLauncher() *pipeLauncher {
-	return &pipeLauncher{extra: map[string]func(*mcpserver.MCPServer){}, launches: map[string]int{}, running: map[string]*mcpserver.MCPServer{}}
+	return &pipeLauncher{extra: map[string]func(*mcpserver.MCPServer){}, launches: map[string]int{}, running: map[string]*mcpserver.MCPServer{}, upstream: map[string][]string{}}
 }
 
 func (l *pipeLauncher) Launch(ctx context.Context, s *config.Server) (provider.Backend, error) {
-	srv := providerServer(s.ID, l.extra[s.ID])
 	l.mu.Lock()
 	l.launches[s.ID]++
+	launch := l.launches[s.ID]
+	l.mu.Unlock()
+	record := func(what, uri string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.upstream[s.ID] = append(l.upstream[s.ID], fmt.Sprintf("%d %s %s", launch, what, uri))
+	}
+	hooks := &mcpserver.Hooks{}
+	hooks.AddAfterSubscribe(func(_ context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		record("subscribe", req.Params.URI)
+	})
+	hooks.AddAfterUnsubscribe(func(_ context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		record("unsubscribe", req.Params.URI)
+	})
+	srv := providerServer(s.ID, l.extra[s.ID], hooks)
+	l.mu.Lock()
 	l.running[s.ID] = srv
 	l.mu.Unlock()
 	if l.stdio {
@@ -214,6 +259,13 @@ func (l *pipeLauncher) count(id string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.launches[id]
+}
+
+// upstreamOf returns the subscription requests id got so far.
+func (l *pipeLauncher) upstreamOf(id string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.upstream[id])
 }
 
 // direct is the provider's own MCP server of id's last launch, to compare

@@ -242,12 +242,14 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		server.WithToolHandlerMiddleware(backend.ProgressTokenMiddleware),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
 	}
-	if g.Hooks != nil {
-		opts = append(opts, server.WithHooks(g.Hooks))
-	}
+	hooks := g.Hooks
 	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
 		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
+		hooks = g.FrontDoor.Hooks(hooks)
+	}
+	if hooks != nil {
+		opts = append(opts, server.WithHooks(hooks))
 	}
 	s := server.NewMCPServer("hangar", Version, opts...)
 	for _, t := range g.tools() {

@@ -39,11 +39,15 @@ type Conn struct {
 	// relay passes the provider's sampling, elicitation and roots requests
 	// on to the client whose call is in flight.
 	relay *relayHub
+	// updates routes the provider's notifications/resources/updated to
+	// the subscriber of each URI.
+	updates *updateRouter
 }
 
 func newConn(c *client.Client, tap tapped, relay *relayHub) *Conn {
-	conn := &Conn{c: c, tr: tap, proto: c.ProtocolVersion(), progress: &progressRouter{}, relay: relay}
+	conn := &Conn{c: c, tr: tap, proto: c.ProtocolVersion(), progress: &progressRouter{}, relay: relay, updates: &updateRouter{}}
 	c.OnNotification(conn.progress.dispatch)
+	c.OnNotification(conn.updates.dispatch)
 	return conn
 }
 

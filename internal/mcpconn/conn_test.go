@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -296,5 +297,62 @@ func TestBadURLs(t *testing.T) {
 	}
 	if _, err := mcpconn.SSE("://nope", nil, nil); err == nil {
 		t.Error("SSE accepted a malformed URL")
+	}
+}
+
+// TestSubscribeRoutesUpdates: a subscribed URI's updates reach its
+// handler, other URIs' do not, nor any after Unsubscribe.
+func TestSubscribeRoutesUpdates(t *testing.T) {
+	t.Parallel()
+	s := &rpcServer{rpcOptions: rpcOptions{subscribe: true}}
+	c, err := connect(t, s, mcpconn.ProtocolLegacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 8)
+	if err := c.Subscribe(t.Context(), "file:///a", func(p map[string]any) { got <- p["uri"].(string) }); err != nil {
+		t.Fatal(err)
+	}
+	if uri := <-got; uri != "file:///a" {
+		t.Fatalf("update for %s", uri)
+	}
+	if err := c.Unsubscribe(t.Context(), "file:///a"); err != nil {
+		t.Fatal(err)
+	}
+	// The server wrote file:///other after file:///a and an update of
+	// file:///a after the unsubscribe; a request after both is answered only
+	// once they were read (notification handlers run on the read loop),
+	// so nothing more can arrive.
+	if _, err := c.ListTools(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case uri := <-got:
+		t.Errorf("update for %s routed", uri)
+	default:
+	}
+}
+
+// TestExtrasWithoutCapabilities: a provider that offers no completions
+// completes with nothing, one without subscriptions refuses them, and
+// neither is asked.
+func TestExtrasWithoutCapabilities(t *testing.T) {
+	t.Parallel()
+	s := &rpcServer{}
+	c, err := connect(t, s, mcpconn.ProtocolLegacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Complete(t.Context(), mcp.PromptReference{Type: "ref/prompt", Name: "p"}, mcp.CompleteArgument{Name: "a"}, mcp.CompleteContext{})
+	if err != nil || res.Values == nil || len(res.Values) != 0 {
+		t.Errorf("complete = %+v, %v; want no values", res, err)
+	}
+	if err := c.Subscribe(t.Context(), "file:///a", func(map[string]any) {}); !errors.Is(err, mcpconn.ErrNoSubscriptions) {
+		t.Errorf("subscribe: %v", err)
+	}
+	for _, m := range s.seen() {
+		if m == "completion/complete" || m == "resources/subscribe" {
+			t.Errorf("%s sent to a server without the capability", m)
+		}
 	}
 }

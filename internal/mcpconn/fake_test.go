@@ -40,6 +40,10 @@ type rpcOptions struct {
 	// big answers the tool "big" with these texts as its content, written
 	// as one prepared line so the server allocates nothing per call.
 	big []string
+	// subscribe offers resources with subscriptions: each subscribe is
+	// answered, then followed by an update of its URI and one of
+	// file:///other; each unsubscribe by an update of its URI.
+	subscribe bool
 }
 
 // start runs the server and returns the client side transport.
@@ -94,6 +98,7 @@ func (s *rpcServer) handle(line []byte) {
 		Cursor          string         `json:"cursor"`
 		Name            string         `json:"name"`
 		Arguments       map[string]any `json:"arguments"`
+		URI             string         `json:"uri"`
 	}
 	_ = json.Unmarshal(req.Params, &params)
 
@@ -103,9 +108,13 @@ func (s *rpcServer) handle(line []byte) {
 			s.fail(req.ID, -32601, "Method not found: initialize")
 			return
 		}
+		caps := map[string]any{"tools": map[string]any{}}
+		if s.subscribe {
+			caps["resources"] = map[string]any{"subscribe": true}
+		}
 		s.reply(req.ID, map[string]any{
 			"protocolVersion": params.ProtocolVersion,
-			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"capabilities":    caps,
 			"serverInfo":      map[string]any{"name": "fake", "version": "1"},
 		})
 	case "server/discover":
@@ -120,6 +129,12 @@ func (s *rpcServer) handle(line []byte) {
 		})
 	case "ping":
 		s.reply(req.ID, map[string]any{})
+	case "resources/subscribe", "resources/unsubscribe":
+		s.reply(req.ID, map[string]any{})
+		s.notify("notifications/resources/updated", map[string]any{"uri": params.URI})
+		if req.Method == "resources/subscribe" {
+			s.notify("notifications/resources/updated", map[string]any{"uri": "file:///other"})
+		}
 	case "tools/list":
 		start, _ := strconv.Atoi(params.Cursor)
 		end := len(s.tools)
@@ -154,6 +169,10 @@ func (s *rpcServer) handle(line []byte) {
 
 func (s *rpcServer) reply(id json.RawMessage, result any) {
 	s.write(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *rpcServer) notify(method string, params any) {
+	s.write(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
 }
 
 func (s *rpcServer) fail(id json.RawMessage, code int, msg string) {

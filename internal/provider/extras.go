@@ -4,15 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Extras is what a backend serves besides tools: resources, resource
-// templates and prompts, as raw MCP JSON. Backends over an MCP connection
-// have it; the front door uses it.
+// templates and prompts (as raw MCP JSON), their completions, and
+// resource subscriptions. Backends over an MCP connection have it
+// (mcpconn.Conn); the front door uses it.
 type Extras interface {
 	ListAll(ctx context.Context, kind string) ([]json.RawMessage, error)
 	ReadResource(ctx context.Context, uri string) (json.RawMessage, error)
 	GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error)
+	// Complete answers completion/complete for ref (an mcp.PromptReference
+	// by the provider's own prompt name, or an mcp.ResourceReference).
+	Complete(ctx context.Context, ref any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error)
+	// Subscribe asks for notifications/resources/updated of uri, passed to
+	// updated (on the connection's read loop: no blocking, no calls back)
+	// until Unsubscribe or the backend ends.
+	Subscribe(ctx context.Context, uri string, updated func(params map[string]any)) error
+	Unsubscribe(ctx context.Context, uri string) error
 }
 
 // ErrNoExtras says the backend serves tools only.

@@ -160,9 +160,10 @@ func serve(args []string) error {
 	} else {
 		a.Log.Info("serving MCP over HTTP", "listen", ln.Addr().String(), "instance", a.Instance, "config", path, "mcp_servers", len(cfg.Servers))
 		err = a.ServeHTTP(ctx, ln, gateway.HTTPOptions{
-			AllowedOrigins: splitList(*origins),
-			SessionIdleTTL: cfg.HTTP.SessionIdleTTL,
-			MaxSessions:    cfg.HTTP.MaxSessions,
+			AllowedOrigins:         splitList(*origins),
+			SessionIdleTTL:         cfg.HTTP.SessionIdleTTL,
+			MaxSessions:            cfg.HTTP.MaxSessions,
+			MaxSessionsPerIdentity: cfg.HTTP.MaxSessionsPerIdentity,
 		}, *drain)
 	}
 

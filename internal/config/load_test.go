@@ -168,7 +168,7 @@ registry:
   max_hot_loaded: 3
   idle_ttl_s: 60
 images: {pull: always, allowed_registries: ["127.0.0.1:*", Docker.io], verify: {public_key: /etc/hangar/cosign.pub}}
-server: {session_idle_ttl: 600, max_sessions: 50}
+server: {session_idle_ttl: 600, max_sessions: 50, max_sessions_per_identity: 5}
 data_dir: /var/lib/hangar
 `, "API_KEY=k", "TOKEN=t", "REGISTRY=http://registry.local:8080")
 
@@ -234,7 +234,7 @@ data_dir: /var/lib/hangar
 		},
 		Images: Images{Pull: PullAlways, AllowedRegistries: []string{"127.0.0.1:*", "docker.io"},
 			Verify: &Verify{PublicKey: "/etc/hangar/cosign.pub"}},
-		HTTP:       HTTPServer{SessionIdleTTL: 10 * time.Minute, MaxSessions: 50},
+		HTTP:       HTTPServer{SessionIdleTTL: 10 * time.Minute, MaxSessions: 50, MaxSessionsPerIdentity: 5},
 		ToolAccess: ToolAccess{Mode: AccessFrontDoor},
 		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true},
 		DataDir:    "/var/lib/hangar",

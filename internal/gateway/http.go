@@ -32,6 +32,10 @@ type HTTPOptions struct {
 	// MaxSessions bounds the open sessions (server.max_sessions, default
 	// 1000); an initialize beyond it gets 503.
 	MaxSessions int
+	// MaxSessionsPerIdentity bounds one caller's open sessions
+	// (server.max_sessions_per_identity; 0 is MaxSessions): beyond it the
+	// caller's least recently active idle session ends.
+	MaxSessionsPerIdentity int
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
 	// Metrics serves /metrics; nil leaves it out.
@@ -73,7 +77,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	}
 	// The session table, not mcp-go, owns session ids and their expiry
 	// (sessions.go); mcp-go's own idle sweeper stays off.
-	sessions := newSessionTable(o.MaxSessions, o.SessionIdleTTL, g.Log.With("component", "sessions"))
+	sessions := newSessionTable(o.MaxSessions, o.MaxSessionsPerIdentity, o.SessionIdleTTL, g.Log.With("component", "sessions"))
 	streamable := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sessions),

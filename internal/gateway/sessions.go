@@ -33,6 +33,10 @@ const anonymousOwner = "anonymous"
 // errSessionsFull is the refusal of a new session when max_sessions are open.
 var errSessionsFull = errors.New("session limit reached")
 
+// errOwnSessionsBusy refuses a new session to a caller who holds
+// max_sessions_per_identity sessions, every one of them in use.
+var errOwnSessionsBusy = errors.New("every session of this identity is in use")
+
 // sessionOwner is who a request's sessions belong to.
 func sessionOwner(ctx context.Context) string {
 	id, ok := auth.FromContext(ctx)
@@ -54,32 +58,46 @@ type session struct {
 // sessionTable holds the open sessions.
 type sessionTable struct {
 	max int
-	ttl time.Duration
-	log *slog.Logger
+	// perOwner bounds one identity's sessions, so that one caller (a
+	// client that never sends DELETE, say) cannot take the whole table.
+	perOwner int
+	ttl      time.Duration
+	log      *slog.Logger
 	// release frees what mcp-go holds for an ended session (an internal
 	// DELETE through the streamable server); set once before serving.
 	release func(id string)
 
 	mu       sync.Mutex
 	byID     map[string]*session
-	reserved int  // initialize requests between the capacity check and Generate
-	sweeping bool // the sweeper goroutine runs while sessions exist
-	stop     chan struct{}
-	closed   bool
+	reserved int // initialize requests between the capacity check and Generate
+	// reservedBy counts reserved by owner.
+	reservedBy map[string]int
+	sweeping   bool // the sweeper goroutine runs while sessions exist
+	stop       chan struct{}
+	closed     bool
 }
 
-func newSessionTable(max int, ttl time.Duration, log *slog.Logger) *sessionTable {
-	return &sessionTable{max: max, ttl: ttl, log: log, byID: map[string]*session{}, stop: make(chan struct{})}
+func newSessionTable(max, perOwner int, ttl time.Duration, log *slog.Logger) *sessionTable {
+	if perOwner <= 0 || perOwner > max {
+		perOwner = max
+	}
+	return &sessionTable{max: max, perOwner: perOwner, ttl: ttl, log: log, byID: map[string]*session{},
+		reservedBy: map[string]int{}, stop: make(chan struct{})}
 }
 
 // reservation holds a slot for an initialize request until mcp-go asks
 // for the session id (Generate), or gives it back.
 type reservation struct {
-	t    *sessionTable
-	used bool // guarded by t.mu
+	t     *sessionTable
+	owner string
+	used  bool // guarded by t.mu
 }
 
-func (t *sessionTable) reserve() (*reservation, error) {
+// reserve holds a slot for a new session of owner's. When owner already
+// holds its limit, its least recently active idle session ends to make
+// room, so clients that never send DELETE keep working; when every one of
+// them is in use, the new one is refused.
+func (t *sessionTable) reserve(owner string) (*reservation, error) {
 	t.mu.Lock()
 	if len(t.byID)+t.reserved >= t.max {
 		expired := t.expiredLocked(time.Now())
@@ -87,21 +105,68 @@ func (t *sessionTable) reserve() (*reservation, error) {
 		t.free(expired)
 		t.mu.Lock()
 	}
+	if held, oldest := t.heldLocked(owner); held >= t.perOwner {
+		if oldest == "" {
+			t.mu.Unlock()
+			return nil, errOwnSessionsBusy
+		}
+		cancels := t.endLocked(oldest)
+		t.mu.Unlock()
+		for _, c := range cancels {
+			c()
+		}
+		t.log.Info("session ended to make room for a new one of the same identity",
+			"max_sessions_per_identity", t.perOwner)
+		if t.release != nil {
+			t.release(oldest)
+		}
+		t.mu.Lock()
+	}
 	defer t.mu.Unlock()
 	if len(t.byID)+t.reserved >= t.max {
 		return nil, errSessionsFull
 	}
+	if held, _ := t.heldLocked(owner); held >= t.perOwner {
+		return nil, errOwnSessionsBusy // this caller's other initializes took the room meanwhile
+	}
 	t.reserved++
-	return &reservation{t: t}, nil
+	t.reservedBy[owner]++
+	return &reservation{t: t, owner: owner}, nil
+}
+
+// heldLocked counts owner's sessions and reservations, and names its
+// least recently active session that serves nothing now ("" if none).
+// Initialize is rare enough for a scan.
+func (t *sessionTable) heldLocked(owner string) (held int, oldestIdle string) {
+	var at time.Time
+	for id, s := range t.byID {
+		if s.owner != owner {
+			continue
+		}
+		held++
+		if s.busy == 0 && (oldestIdle == "" || s.lastActive.Before(at)) {
+			oldestIdle, at = id, s.lastActive
+		}
+	}
+	return held + t.reservedBy[owner], oldestIdle
+}
+
+// useLocked gives a reservation's slot back (to a session, or for good).
+func (r *reservation) useLocked() {
+	if r.used {
+		return
+	}
+	r.used = true
+	r.t.reserved--
+	if r.t.reservedBy[r.owner]--; r.t.reservedBy[r.owner] <= 0 {
+		delete(r.t.reservedBy, r.owner)
+	}
 }
 
 func (r *reservation) release() {
 	r.t.mu.Lock()
 	defer r.t.mu.Unlock()
-	if !r.used {
-		r.used = true
-		r.t.reserved--
-	}
+	r.useLocked()
 }
 
 // create mints a session for owner, using res's slot when it has one.
@@ -109,9 +174,8 @@ func (t *sessionTable) create(owner string, res *reservation) string {
 	id := rand.Text() // 26 base32 characters: 130 bits from the CSPRNG
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if res != nil && res.t == t && !res.used {
-		res.used = true
-		t.reserved--
+	if res != nil && res.t == t {
+		res.useLocked()
 	}
 	t.byID[id] = &session{owner: owner, lastActive: time.Now()}
 	if !t.sweeping && !t.closed {
@@ -172,6 +236,18 @@ func (t *sessionTable) stream(s *session, cancel context.CancelFunc) func() {
 // are cancelled. It reports whether the session existed.
 func (t *sessionTable) terminate(id string) bool {
 	t.mu.Lock()
+	_, existed := t.byID[id]
+	cancels := t.endLocked(id)
+	t.mu.Unlock()
+	for _, c := range cancels {
+		c()
+	}
+	return existed
+}
+
+// endLocked forgets a session and returns the cancels of its GET streams,
+// to be called once the lock is released.
+func (t *sessionTable) endLocked(id string) []context.CancelFunc {
 	s := t.byID[id]
 	delete(t.byID, id)
 	var cancels []context.CancelFunc
@@ -180,11 +256,7 @@ func (t *sessionTable) terminate(id string) bool {
 			cancels = append(cancels, *c)
 		}
 	}
-	t.mu.Unlock()
-	for _, c := range cancels {
-		c()
-	}
-	return s != nil
+	return cancels
 }
 
 func (t *sessionTable) idle(s *session, now time.Time) bool {
@@ -313,7 +385,13 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 		switch r.Method {
 		case http.MethodPost:
 			if env.Method == string(mcp.MethodInitialize) {
-				res, err := t.reserve()
+				res, err := t.reserve(sessionOwner(r.Context()))
+				if errors.Is(err, errOwnSessionsBusy) {
+					w.Header().Set("Retry-After", "30")
+					http.Error(w, "Too Many Requests: "+err.Error()+" (server.max_sessions_per_identity = "+strconv.Itoa(t.perOwner)+
+						"); end unused sessions with DELETE or retry later", http.StatusTooManyRequests)
+					return
+				}
 				if err != nil {
 					w.Header().Set("Retry-After", "30")
 					http.Error(w, "Service Unavailable: "+err.Error()+" (server.max_sessions = "+strconv.Itoa(t.max)+

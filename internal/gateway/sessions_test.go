@@ -422,3 +422,62 @@ func TestSessionIdleExpiry(t *testing.T) {
 		// No Close: the sweeper must have exited on its own.
 	})
 }
+
+// TestMaxSessionsPerIdentity: an identity at its limit that opens another
+// session loses its least recently active idle one (others are untouched);
+// with every one of its sessions in use the new one is refused with 429.
+func TestMaxSessionsPerIdentity(t *testing.T) {
+	t.Parallel()
+	e := newEndpoint(t, gateway.HTTPOptions{MaxSessions: 10, MaxSessionsPerIdentity: 2})
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	a1 := e.open(t, as("alice"))
+	a2 := e.open(t, as("alice"))
+	b1 := e.open(t, as("bob"))
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	// a1 is used after a2 was opened: a2 is now the least recently active.
+	if rec := e.do(http.MethodPost, ping, as("alice"), withSession(a1)); rec.Code != http.StatusOK {
+		t.Fatalf("ping a1: %d %q", rec.Code, rec.Body.String())
+	}
+	a3 := e.open(t, as("alice"))
+	for _, c := range []struct {
+		who, id string
+		want    int
+	}{{"alice", a1, http.StatusOK}, {"alice", a2, http.StatusNotFound}, {"alice", a3, http.StatusOK}, {"bob", b1, http.StatusOK}} {
+		if rec := e.do(http.MethodPost, ping, as(c.who), withSession(c.id)); rec.Code != c.want {
+			t.Errorf("%s's session after alice's third: %d, want %d", c.who, rec.Code, c.want)
+		}
+	}
+	if n := e.ep.OpenSessions(); n != 3 {
+		t.Errorf("open sessions = %d, want 3", n)
+	}
+
+	// Both of alice's sessions busy (a GET stream each): refused, and
+	// neither is ended.
+	for _, id := range []string{a1, a3} {
+		ctx, cancel := context.WithCancel(t.Context())
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set(identityHeader, "alice")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %d", resp.StatusCode)
+		}
+	}
+	rec := e.do(http.MethodPost, initBody, as("alice"))
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "server.max_sessions_per_identity = 2") ||
+		rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("third busy session: %d %q, want 429 naming server.max_sessions_per_identity", rec.Code, rec.Body.String())
+	}
+	if n := e.ep.OpenSessions(); n != 3 {
+		t.Errorf("open sessions after the refusal = %d, want 3", n)
+	}
+	// bob is not held back by alice.
+	e.open(t, as("bob"))
+}

@@ -1,0 +1,239 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/gateway"
+)
+
+// Relayed sampling, elicitation and roots over real streamable HTTP, on
+// both protocol versions. The provider is served over stdio: not parallel
+// (mcp-go keeps one stdio session per process).
+
+// relayCallTimeout bounds a call in these tests; a refusal must come long
+// before it.
+const relayCallTimeout = 20 * time.Second
+
+// interview adds the provider tool "interview": it asks its client, in the
+// order of the argument "ask", for sampling, elicitation and roots, and
+// answers with what it got.
+func interview(s *mcpserver.MCPServer) {
+	s.AddTool(mcp.NewTool("interview", mcp.WithArray("ask", mcp.WithStringItems())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		srv := mcpserver.ServerFromContext(ctx)
+		var got []string
+		for _, what := range req.GetStringSlice("ask", nil) {
+			switch what {
+			case "sampling":
+				r := mcp.CreateMessageRequest{}
+				r.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("2+2?")}}
+				r.MaxTokens = 10
+				res, err := srv.RequestSampling(ctx, r)
+				if err != nil {
+					return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
+				}
+				content, err := mcp.ParseSamplingContent(res.Content)
+				if err != nil {
+					return mcp.NewToolResultError("sampling content: " + err.Error()), nil
+				}
+				got = append(got, "model: "+content.(mcp.TextContent).Text)
+			case "elicitation":
+				r := mcp.ElicitationRequest{}
+				r.Params.Message = "your name?"
+				r.Params.RequestedSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
+				res, err := srv.RequestElicitation(ctx, r)
+				if err != nil {
+					return mcp.NewToolResultError("elicitation failed: " + err.Error()), nil
+				}
+				got = append(got, fmt.Sprintf("user: %s %v", res.Action, res.Content))
+			case "roots":
+				res, err := srv.RequestRoots(ctx, mcp.ListRootsRequest{})
+				if err != nil {
+					return mcp.NewToolResultError("roots failed: " + err.Error()), nil
+				}
+				var uris []string
+				for _, r := range res.Roots {
+					uris = append(uris, r.URI)
+				}
+				got = append(got, "roots: "+strings.Join(uris, ","))
+			}
+		}
+		return mcp.NewToolResultText(strings.Join(got, "; ")), nil
+	})
+}
+
+// person answers elicitation and roots requests like a user would.
+type person struct{}
+
+func (person) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "ada"}}}, nil
+}
+
+func (person) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///work", Name: "work"}}}, nil
+}
+
+// answerAll are the client options of a client that answers everything.
+var answerAll = []client.ClientOption{client.WithSamplingHandler(sampler{}), client.WithElicitationHandler(person{}), client.WithRootsHandler(person{})}
+
+const interviewed = "model: 4, to 2+2?; user: accept map[name:ada]; roots: file:///work"
+
+// httpFrontDoor is a front door over a stdio provider "p" with interview,
+// served on a real HTTP endpoint.
+type httpFrontDoor struct {
+	*fdHarness
+	url string
+}
+
+func newHTTPFrontDoor(t *testing.T) *httpFrontDoor {
+	t.Helper()
+	l := newPipeLauncher()
+	l.stdio = true
+	l.extra["p"] = interview
+	h := newFrontDoorWith(t, l, nil, nil, nil, server("p"))
+	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{})
+	hs := httptest.NewServer(ep.Handler)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ep.Sessions().Shutdown(ctx)
+		ep.Close()
+	})
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "p"})
+	h.refresh(t)
+	return &httpFrontDoor{fdHarness: h, url: hs.URL + "/mcp"}
+}
+
+// dial connects an mcp-go client over HTTP: on 2025-11-25 when legacy
+// (keeping the GET stream open when listen), else on 2026-07-28.
+func (h *httpFrontDoor) dial(t *testing.T, legacy, listen bool, copts ...client.ClientOption) *client.Client {
+	t.Helper()
+	var topts []transport.StreamableHTTPCOption
+	if listen {
+		topts = append(topts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(h.url, topts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if legacy {
+		copts = append(copts, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	}
+	c := client.NewClient(tr, copts...)
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "relay-test", Version: "1"}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	if want := mcp.IsModernProtocol(c.ProtocolVersion()); want == legacy {
+		t.Fatalf("client speaks %q, want legacy %v", c.ProtocolVersion(), legacy)
+	}
+	if listen {
+		// mcp-go reaches a session only once its GET stream is up.
+		waitFor(t, "the GET stream", func() bool {
+			return h.srv.SendNotificationToSpecificClient(tr.GetSessionId(), "notifications/hangar_test", nil) == nil
+		})
+	}
+	return c
+}
+
+// callTimed calls tool and returns its text, whether it is an error, and
+// how long it took.
+func callTimed(t *testing.T, c *client.Client, tool string, args map[string]any) (string, bool, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), relayCallTimeout)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	began := time.Now()
+	res, err := c.CallTool(ctx, req)
+	took := time.Since(began)
+	if err != nil {
+		t.Fatalf("%s: %v (after %s)", tool, err, took)
+	}
+	return textOf(t, res), res.IsError, took
+}
+
+// TestFrontDoorRelayLegacyHTTP: a 2025-11-25 client over streamable HTTP
+// gets the provider's sampling and roots requests on its GET stream when
+// it keeps one open, and elicitation on the call's own stream; without
+// the GET stream sampling and roots are refused at once with a clear
+// error, not left to time out.
+func TestFrontDoorRelayLegacyHTTP(t *testing.T) {
+	h := newHTTPFrontDoor(t)
+	tests := []struct {
+		name   string
+		listen bool
+		ask    []any
+		want   string
+		isErr  bool
+	}{
+		{"GET stream open", true, []any{"sampling", "elicitation", "roots"}, interviewed, false},
+		{"no GET stream: sampling", false, []any{"sampling"}, "no GET stream open", true},
+		{"no GET stream: roots", false, []any{"roots"}, "no GET stream open", true},
+		{"no GET stream: elicitation", false, []any{"elicitation"}, "user: accept map[name:ada]", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := h.dial(t, true, tt.listen, answerAll...)
+			got, isErr, took := callTimed(t, c, "p__interview", map[string]any{"ask": tt.ask})
+			if isErr != tt.isErr || !strings.Contains(got, tt.want) {
+				t.Errorf("p__interview = %q (error %v), want %q", got, isErr, tt.want)
+			}
+			if took > relayCallTimeout/4 {
+				t.Errorf("p__interview took %s", took)
+			}
+		})
+	}
+}
+
+// TestFrontDoorRelayInputRoundTrips: a 2026-07-28 client over streamable
+// HTTP gets the provider's requests as input_required results and calls
+// again with its answers (mcp-go's client does the round trips), once per
+// request, on a callable name and through hangar_call; a client that
+// declared nothing is refused at once.
+func TestFrontDoorRelayInputRoundTrips(t *testing.T) {
+	h := newHTTPFrontDoor(t)
+	ask := map[string]any{"ask": []any{"sampling", "elicitation", "roots"}}
+
+	c := h.dial(t, false, false, answerAll...)
+	got, isErr, _ := callTimed(t, c, "p__interview", ask)
+	if isErr || got != interviewed {
+		t.Errorf("p__interview = %q (error %v), want %q", got, isErr, interviewed)
+	}
+
+	batch, isErr, _ := callTimed(t, c, "hangar_call", map[string]any{"calls": []any{map[string]any{"mcp_server": "p", "tool": "interview", "arguments": ask}}})
+	var out struct {
+		Results []struct {
+			Success bool            `json:"success"`
+			Result  json.RawMessage `json:"result"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(batch), &out); isErr || err != nil || len(out.Results) != 1 || !out.Results[0].Success ||
+		!strings.Contains(string(out.Results[0].Result), interviewed) {
+		t.Errorf("hangar_call = %s (error %v)", batch, isErr)
+	}
+
+	mute := h.dial(t, false, false)
+	got, isErr, took := callTimed(t, mute, "p__interview", ask)
+	if !isErr || !strings.Contains(got, "did not declare the sampling capability") || took > relayCallTimeout/4 {
+		t.Errorf("without capabilities: %q (error %v) after %s", got, isErr, took)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -472,24 +473,101 @@ mcp_servers:
 	})
 }
 
-// A provider's sampling request during a call by callable name, from a
-// client that did not declare sampling, is refused with a clear error that
-// the provider turns into its answer.
-//
-// Relaying to a client that can sample works in-process (the gateway unit
-// test TestFrontDoorSamplingRelayed); over streamable HTTP the gateway's
-// request to the client is not answered yet (mcp-go sends legacy
-// server-initiated requests on the client's GET stream, and 2026-07-28
-// needs multi round-trip): an open item.
-func TestFrontDoorSamplingRefused(t *testing.T) {
+// model answers sampling requests like a model would.
+type model struct{}
+
+func (model) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	// Over multi round trip mcp-go's client hands the content on as
+	// decoded JSON.
+	content, err := mcp.ParseSamplingContent(req.Messages[0].Content)
+	if err != nil {
+		return nil, err
+	}
+	text, _ := content.(mcp.TextContent)
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("echo " + text.Text)},
+		Model:           "it-model",
+	}, nil
+}
+
+// A provider's (testkit's, on 2025-11-25 over stdio in its container)
+// sampling request during a call by callable name reaches the calling
+// client over streamable HTTP: on 2025-11-25 on the GET stream it keeps
+// open, on 2026-07-28 by multi round trip. A 2025-11-25 client without a
+// GET stream, or a client that did not declare sampling, is refused at
+// once with a clear error that the provider turns into its answer.
+// (mcp-go's examples/everything has no tool that samples: its sampleLLM
+// is commented out.)
+func TestFrontDoorSamplingRelayed(t *testing.T) {
 	g := startGateway(t, testkitConfig)
 	c := newRawClient(t, g.MCPURL)
-	plain := connect(t, g.MCPURL, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	legacy := mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	plain := connect(t, g.MCPURL, legacy)
 	plain.mustCall(t, "hangar_start", map[string]any{"mcp_server": "testkit"})
 	c.waitListed(t, "testkit__sample")
-	_, isErr, text := plain.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
-	if !isErr || !strings.Contains(text, "did not declare the sampling capability") {
-		t.Errorf("without a model: %q (error %v)", text, isErr)
+
+	dial := func(t *testing.T, listen bool, opts ...mcpclient.ClientOption) *session {
+		var topts []transport.StreamableHTTPCOption
+		if listen {
+			topts = append(topts, transport.WithContinuousListening())
+		}
+		tr, err := transport.NewStreamableHTTP(g.MCPURL, topts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := mcpclient.NewClient(tr, opts...)
+		t.Cleanup(func() { _ = c.Close() })
+		// The GET stream lives as long as Start's context.
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		req := mcp.InitializeRequest{}
+		req.Params.ClientInfo = mcp.Implementation{Name: "hangar-integration", Version: "0"}
+		if _, err := c.Initialize(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		return &session{Client: c}
+	}
+	tests := []struct {
+		name   string
+		listen bool
+		opts   []mcpclient.ClientOption
+		want   string
+		isErr  bool
+	}{
+		{"2025-11-25 with a GET stream", true, []mcpclient.ClientOption{legacy, mcpclient.WithSamplingHandler(model{})}, "model it-model said: echo hi", false},
+		{"2025-11-25 without a GET stream", false, []mcpclient.ClientOption{legacy, mcpclient.WithSamplingHandler(model{})}, "no GET stream open", true},
+		{"2026-07-28", false, []mcpclient.ClientOption{mcpclient.WithSamplingHandler(model{})}, "model it-model said: echo hi", false},
+		{"2025-11-25 without sampling", false, []mcpclient.ClientOption{legacy}, "did not declare the sampling capability", true},
+		{"2026-07-28 without sampling", false, nil, "did not declare the sampling capability", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := dial(t, tt.listen, tt.opts...)
+			// A 2025-11-25 client's GET stream starts after initialize:
+			// ask until the provider no longer finds it missing.
+			var (
+				text  string
+				isErr bool
+				took  time.Duration
+			)
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				began := time.Now()
+				_, isErr, text = s.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
+				took = time.Since(began)
+				if !tt.listen || !strings.Contains(text, "no GET stream open") || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if isErr != tt.isErr || !strings.Contains(text, tt.want) {
+				t.Errorf("testkit__sample = %q (error %v), want %q", text, isErr, tt.want)
+			}
+			if took > callTimeout/4 {
+				t.Errorf("testkit__sample took %s", took)
+			}
+		})
 	}
 }
 

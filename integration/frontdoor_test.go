@@ -526,6 +526,27 @@ func TestFrontDoorSamplingRelayed(t *testing.T) {
 		if _, err := c.Initialize(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
+		if listen {
+			// mcp-go queues a notification to the session until a stream
+			// takes it, and none but the GET stream is open now.
+			got := make(chan struct{}, 1)
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == "notifications/hangar_test" {
+					select {
+					case got <- struct{}{}:
+					default:
+					}
+				}
+			})
+			if err := g.App.MCP.SendNotificationToSpecificClient(tr.GetSessionId(), "notifications/hangar_test", nil); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-got:
+			case <-time.After(callTimeout):
+				t.Fatal("the GET stream did not open")
+			}
+		}
 		return &session{Client: c}
 	}
 	tests := []struct {
@@ -544,23 +565,9 @@ func TestFrontDoorSamplingRelayed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := dial(t, tt.listen, tt.opts...)
-			// A 2025-11-25 client's GET stream starts after initialize:
-			// ask until the provider no longer finds it missing.
-			var (
-				text  string
-				isErr bool
-				took  time.Duration
-			)
-			deadline := time.Now().Add(15 * time.Second)
-			for {
-				began := time.Now()
-				_, isErr, text = s.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
-				took = time.Since(began)
-				if !tt.listen || !strings.Contains(text, "no GET stream open") || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			began := time.Now()
+			_, isErr, text := s.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
+			took := time.Since(began)
 			if isErr != tt.isErr || !strings.Contains(text, tt.want) {
 				t.Errorf("testkit__sample = %q (error %v), want %q", text, isErr, tt.want)
 			}

@@ -145,12 +145,33 @@ func (h *httpFrontDoor) dial(t *testing.T, legacy, listen bool, copts ...client.
 		t.Fatalf("client speaks %q, want legacy %v", c.ProtocolVersion(), legacy)
 	}
 	if listen {
-		// mcp-go reaches a session only once its GET stream is up.
-		waitFor(t, "the GET stream", func() bool {
-			return h.srv.SendNotificationToSpecificClient(tr.GetSessionId(), "notifications/hangar_test", nil) == nil
-		})
+		awaitGetStream(t, h.srv, c, tr.GetSessionId())
 	}
 	return c
+}
+
+// awaitGetStream waits until c's GET stream is up: mcp-go queues a
+// notification to the session until a stream takes it, and none but the
+// GET stream is open after initialize.
+func awaitGetStream(t *testing.T, srv *mcpserver.MCPServer, c *client.Client, session string) {
+	t.Helper()
+	got := make(chan struct{}, 1)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/hangar_test" {
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err := srv.SendNotificationToSpecificClient(session, "notifications/hangar_test", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(relayCallTimeout):
+		t.Fatal("the GET stream did not open")
+	}
 }
 
 // callTimed calls tool and returns its text, whether it is an error, and

@@ -57,7 +57,6 @@ func newInputRounds(ttl time.Duration, max int) *inputRounds {
 // roundCall is one relaying call of a 2026-07-28 client.
 type roundCall struct {
 	rounds *inputRounds
-	state  string
 	owner  string // sessionOwner of the caller
 	tool   string
 	caps   mcp.ClientCapabilities
@@ -70,6 +69,7 @@ type roundCall struct {
 
 	// guarded by rounds.mu
 	admitted bool
+	state    string // set when admitted
 	claimed  bool                 // a client request serves the call now
 	open     map[string]*inputAsk // sent to the client, not answered
 	seq      int
@@ -117,8 +117,8 @@ func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandl
 // start runs the call on its own goroutine, detached from the client's
 // request: it outlives it while it waits for the client's input.
 func (r *inputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps mcp.ClientCapabilities, next server.ToolHandlerFunc) *roundCall {
-	c := &roundCall{rounds: r, state: rand.Text(), owner: sessionOwner(ctx), tool: req.Params.Name, caps: caps,
-		asks: make(chan *inputAsk), done: make(chan struct{}), open: map[string]*inputAsk{}}
+	c := &roundCall{rounds: r, owner: sessionOwner(ctx), tool: req.Params.Name, caps: caps,
+		asks: make(chan *inputAsk), done: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	callCtx := withRelay(c.ctx, inputRelay{c})
 	go func() {
@@ -180,6 +180,9 @@ func (c *roundCall) pending(asks []*inputAsk) mcp.InputRequests {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, a := range asks {
+		if c.open == nil {
+			c.open = map[string]*inputAsk{}
+		}
 		c.seq++
 		c.open[strconv.Itoa(c.seq)] = a
 	}
@@ -212,6 +215,7 @@ func (r *inputRounds) admit(c *roundCall) error {
 		return fmt.Errorf("hangar: %d calls already wait for their clients' input, the most the gateway keeps; try again later", r.max)
 	}
 	c.admitted = true
+	c.state = rand.Text() // 130 bits from the CSPRNG
 	r.calls[c.state] = c
 	return nil
 }

@@ -69,7 +69,7 @@ type roundCall struct {
 
 	// guarded by rounds.mu
 	admitted bool
-	state    string // set when admitted
+	state    string               // set when admitted
 	claimed  bool                 // a client request serves the call now
 	open     map[string]*inputAsk // sent to the client, not answered
 	seq      int

@@ -406,7 +406,9 @@ func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
 		if srv := server.ServerFromContext(ctx); srv != nil {
 			opts.OnProgress = func(params map[string]any) {
-				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+				if client := clientOf(ctx); client != nil {
+					_ = srv.SendNotificationToClient(client, string(mcp.MethodNotificationProgress), params)
+				}
 			}
 		}
 	}

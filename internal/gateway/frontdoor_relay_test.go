@@ -66,6 +66,16 @@ func interview(s *mcpserver.MCPServer) {
 					uris = append(uris, r.URI)
 				}
 				got = append(got, "roots: "+strings.Join(uris, ","))
+			case "progress":
+				if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+					return mcp.NewToolResultError("no progress token"), nil
+				}
+				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress),
+					map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1, "total": 1, "message": "after " + strings.Join(got, ", ")})
+				// mcp-go's HTTP server drops a notification still queued
+				// when the response goes out; a real tool works on.
+				time.Sleep(50 * time.Millisecond)
+				got = append(got, "progress")
 			}
 		}
 		return mcp.NewToolResultText(strings.Join(got, "; ")), nil
@@ -250,6 +260,33 @@ func TestFrontDoorRelayInputRoundTrips(t *testing.T) {
 	if err := json.Unmarshal([]byte(batch), &out); isErr || err != nil || len(out.Results) != 1 || !out.Results[0].Success ||
 		!strings.Contains(string(out.Results[0].Result), interviewed) {
 		t.Errorf("hangar_call = %s (error %v)", batch, isErr)
+	}
+
+	// Progress after a round trip reaches the client on the request of
+	// the round it is in.
+	progress := make(chan string, 4)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationProgress) {
+			progress <- fmt.Sprintf("%v: %v", n.Params.AdditionalFields["progressToken"], n.Params.AdditionalFields["message"])
+		}
+	})
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "p__interview"
+	req.Params.Arguments = map[string]any{"ask": []any{"sampling", "progress"}}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "tok-7"}
+	ctx, cancel := context.WithTimeout(t.Context(), relayCallTimeout)
+	defer cancel()
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError {
+		t.Fatalf("with progress: %+v, %v", res, err)
+	}
+	select {
+	case p := <-progress:
+		if want := "tok-7: after model: 4, to 2+2?"; p != want {
+			t.Errorf("progress %q, want %q", p, want)
+		}
+	case <-ctx.Done():
+		t.Error("no progress after the round trip")
 	}
 
 	mute := h.dial(t, false, false)

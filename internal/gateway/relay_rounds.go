@@ -68,6 +68,7 @@ type roundCall struct {
 	err    error
 
 	// guarded by rounds.mu
+	client   context.Context // the client request waiting on the call; nil between rounds
 	admitted bool
 	state    string               // set when admitted
 	claimed  bool                 // a client request serves the call now
@@ -137,6 +138,8 @@ func (r *inputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps m
 // await waits, on behalf of the client's request in ctx, for the call's
 // result or its next questions.
 func (c *roundCall) await(ctx context.Context) (*mcp.CallToolResult, error) {
+	c.serving(ctx)
+	defer c.serving(nil)
 	for {
 		if reqs := c.pending(nil); len(reqs) > 0 {
 			return c.inputRequired(reqs), nil
@@ -163,6 +166,28 @@ func (c *roundCall) await(ctx context.Context) (*mcp.CallToolResult, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// serving records the client request waiting on the call (nil: none).
+func (c *roundCall) serving(ctx context.Context) {
+	c.rounds.mu.Lock()
+	c.client = ctx
+	c.rounds.mu.Unlock()
+}
+
+// clientOf returns the context of the client request that waits on the
+// call made with ctx, for what the provider sends that client (progress):
+// a 2026-07-28 call's round trips are separate requests, so it is the one
+// of the current round, or nil between rounds. For any other call it is
+// ctx.
+func clientOf(ctx context.Context) context.Context {
+	r, ok := ctx.Value(relayKey{}).(inputRelay)
+	if !ok {
+		return ctx
+	}
+	r.c.rounds.mu.Lock()
+	defer r.c.rounds.mu.Unlock()
+	return r.c.client
 }
 
 func (c *roundCall) inputRequired(reqs mcp.InputRequests) *mcp.CallToolResult {

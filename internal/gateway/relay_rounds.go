@@ -140,31 +140,33 @@ func (r *inputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps m
 func (c *roundCall) await(ctx context.Context) (*mcp.CallToolResult, error) {
 	c.serving(ctx)
 	defer c.serving(nil)
-	for {
+	select {
+	case <-c.done: // questions still open are moot
+	default:
 		if reqs := c.pending(nil); len(reqs) > 0 {
 			return c.inputRequired(reqs), nil
 		}
-		select {
-		case <-c.done:
-			c.rounds.drop(c)
-			return c.res, c.err
-		case a := <-c.asks:
-			asks := []*inputAsk{a}
-			for more := true; more; {
-				select {
-				case a := <-c.asks:
-					asks = append(asks, a)
-				default:
-					more = false
-				}
+	}
+	select {
+	case <-c.done:
+		c.rounds.drop(c)
+		return c.res, c.err
+	case a := <-c.asks:
+		asks := []*inputAsk{a}
+		for more := true; more; {
+			select {
+			case a := <-c.asks:
+				asks = append(asks, a)
+			default:
+				more = false
 			}
-			return c.inputRequired(c.pending(asks)), nil
-		case <-ctx.Done():
-			// The client went away while the call runs: it ends.
-			c.rounds.drop(c)
-			c.cancel()
-			return nil, ctx.Err()
 		}
+		return c.inputRequired(c.pending(asks)), nil
+	case <-ctx.Done():
+		// The client went away while the call runs: it ends.
+		c.rounds.drop(c)
+		c.cancel()
+		return nil, ctx.Err()
 	}
 }
 

@@ -239,3 +239,32 @@ func TestInputRoundsNotUsed(t *testing.T) {
 		t.Errorf("%d calls waiting", n)
 	}
 }
+
+// TestInputRoundsDoneWhileWaiting: a call that ended while its client was
+// away (its provider gave up asking) answers the next round with its
+// result, not with the moot question again.
+func TestInputRoundsDoneWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newInputRounds(time.Minute, 10)
+		h := r.middleware(func(string) bool { return true })(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			asking, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			if _, err := relayOf(ctx).CreateMessage(asking, mcp.CreateMessageRequest{}); err != nil {
+				return mcp.NewToolResultText("gave up: " + err.Error()), nil
+			}
+			return mcp.NewToolResultText("answered"), nil
+		})
+		alice := modernCall(t.Context(), "alice")
+		first, _ := h(alice, toolCall("p__ask", "", nil))
+		answer(t, first)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		res, err := h(alice, toolCall("p__ask", first.RequestState, nil))
+		if text, _ := resultText(t, res); err != nil || text != "gave up: context deadline exceeded" {
+			t.Errorf("after the provider gave up: %q, %v", text, err)
+		}
+		if n := r.waiting(); n != 0 {
+			t.Errorf("%d calls waiting", n)
+		}
+	})
+}

@@ -233,6 +233,14 @@ func TestFrontDoorRelayLegacyHTTP(t *testing.T) {
 			}
 		})
 	}
+	t.Run("hangar_call", func(t *testing.T) {
+		c := h.dial(t, true, true, answerAll...)
+		got, isErr, _ := callTimed(t, c, "hangar_call", map[string]any{"calls": []any{
+			map[string]any{"mcp_server": "p", "tool": "interview", "arguments": map[string]any{"ask": []any{"sampling", "elicitation", "roots"}}}}})
+		if isErr || !strings.Contains(got, interviewed) {
+			t.Errorf("hangar_call = %s (error %v)", got, isErr)
+		}
+	})
 }
 
 // TestFrontDoorRelayInputRoundTrips: a 2026-07-28 client over streamable

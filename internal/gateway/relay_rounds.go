@@ -99,7 +99,7 @@ func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandl
 				return next(ctx, req)
 			}
 			if req.Params.RequestState != "" {
-				c, err := r.resume(req.Params.RequestState, sessionOwner(ctx), req.Params.Name)
+				c, err := r.resume(ctx, req.Params.RequestState, sessionOwner(ctx), req.Params.Name)
 				if err != nil {
 					return fail(err)
 				}
@@ -119,7 +119,7 @@ func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandl
 // request: it outlives it while it waits for the client's input.
 func (r *inputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps mcp.ClientCapabilities, next server.ToolHandlerFunc) *roundCall {
 	c := &roundCall{rounds: r, owner: sessionOwner(ctx), tool: req.Params.Name, caps: caps,
-		asks: make(chan *inputAsk), done: make(chan struct{})}
+		asks: make(chan *inputAsk), done: make(chan struct{}), client: ctx}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	callCtx := withRelay(c.ctx, inputRelay{c})
 	go func() {
@@ -136,9 +136,10 @@ func (r *inputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps m
 }
 
 // await waits, on behalf of the client's request in ctx, for the call's
-// result or its next questions.
+// result or its next questions. That request is the call's client (start
+// and resume record it, before the provider can send anything) until it
+// has its answer.
 func (c *roundCall) await(ctx context.Context) (*mcp.CallToolResult, error) {
-	c.serving(ctx)
 	defer c.serving(nil)
 	select {
 	case <-c.done: // questions still open are moot
@@ -173,8 +174,8 @@ func (c *roundCall) await(ctx context.Context) (*mcp.CallToolResult, error) {
 // serving records the client request waiting on the call (nil: none).
 func (c *roundCall) serving(ctx context.Context) {
 	c.rounds.mu.Lock()
+	defer c.rounds.mu.Unlock()
 	c.client = ctx
-	c.rounds.mu.Unlock()
 }
 
 // clientOf returns the context of the client request that waits on the
@@ -247,9 +248,10 @@ func (r *inputRounds) admit(c *roundCall) error {
 	return nil
 }
 
-// resume claims the call state names for the client request of owner
-// calling tool.
-func (r *inputRounds) resume(state, owner, tool string) (*roundCall, error) {
+// resume claims the call state names for the client request in ctx, of
+// owner calling tool: what the provider sends the client from now on goes
+// on that request.
+func (r *inputRounds) resume(ctx context.Context, state, owner, tool string) (*roundCall, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.calls[state]
@@ -260,6 +262,7 @@ func (r *inputRounds) resume(state, owner, tool string) (*roundCall, error) {
 		return nil, errors.New("hangar: another request is answering this requestState")
 	}
 	c.claimed = true
+	c.client = ctx
 	if c.timer != nil {
 		c.timer.Stop()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
@@ -301,5 +304,87 @@ func TestFrontDoorRelayInputRoundTrips(t *testing.T) {
 	got, isErr, took := callTimed(t, mute, "p__interview", ask)
 	if !isErr || !strings.Contains(got, "did not declare the sampling capability") || took > relayCallTimeout/4 {
 		t.Errorf("without capabilities: %q (error %v) after %s", got, isErr, took)
+	}
+}
+
+// TestFrontDoorRequestStateBoundToCaller drives the round trips by raw
+// HTTP with tokens: the requestState alice got resumes nothing for bob,
+// and resumes alice's call.
+func TestFrontDoorRequestStateBoundToCaller(t *testing.T) {
+	l := newPipeLauncher()
+	l.stdio = true
+	l.extra["p"] = interview
+	h := newFrontDoorWith(t, l, nil, func(cfg *config.Config) {
+		for _, name := range []string{"alice", "bob"} {
+			cfg.Auth.Tokens = append(cfg.Auth.Tokens, tok(name, "tok-"+name, auth.AllScopes))
+		}
+	}, nil, server("p"))
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "p"})
+	h.refresh(t)
+	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{Auth: &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), h.g.Config().Auth, auth.Options{}), Log: quiet}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ep.Sessions().Shutdown(ctx)
+		ep.Close()
+	})
+
+	type result struct {
+		Content       []map[string]any           `json:"content"`
+		IsError       bool                       `json:"isError"`
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	call := func(who string, roundTrip string) result {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"p__interview","arguments":{"ask":["sampling"]}` + roundTrip + `,` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcp.LATEST_PROTOCOL_VERSION + `",` +
+			`"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		req.RemoteAddr = "127.0.0.1:50000"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", mcp.LATEST_PROTOCOL_VERSION)
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "p__interview")
+		req.Header.Set("Authorization", "Bearer tok-"+who)
+		rec := httptest.NewRecorder()
+		ep.Handler.ServeHTTP(rec, req)
+		raw := rec.Body.String()
+		if i := strings.LastIndex(raw, "data: "); i >= 0 { // an event stream
+			raw = strings.TrimSpace(raw[i+len("data: "):])
+		}
+		var resp struct {
+			Result *result          `json:"result"`
+			Error  *json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(raw), &resp); err != nil || resp.Result == nil {
+			t.Fatalf("%s: %d %s", who, rec.Code, rec.Body.String())
+		}
+		return *resp.Result
+	}
+	text := func(r result) string {
+		if len(r.Content) != 1 {
+			t.Fatalf("want one content item: %+v", r)
+		}
+		s, _ := r.Content[0]["text"].(string)
+		return s
+	}
+
+	first := call("alice", "")
+	if first.ResultType != string(mcp.ResultTypeInputRequired) || len(first.InputRequests) != 1 || first.RequestState == "" {
+		t.Fatalf("first round: %+v", first)
+	}
+	var id string
+	for k := range first.InputRequests {
+		id = k
+	}
+	answers := fmt.Sprintf(`,"requestState":%q,"inputResponses":{%q:{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"}}`, first.RequestState, id)
+	if got := call("bob", answers); !got.IsError || !strings.Contains(text(got), "unknown or expired requestState") {
+		t.Errorf("bob resumed alice's call: %+v", got)
+	}
+	if got := call("alice", answers); got.IsError || text(got) != "model: 4" {
+		t.Errorf("alice's answer: %+v", got)
 	}
 }

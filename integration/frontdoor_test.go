@@ -19,6 +19,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
@@ -502,24 +503,171 @@ mcp_servers:
 	})
 }
 
-// A provider's sampling request during a call by callable name, from a
-// client that did not declare sampling, is refused with a clear error that
-// the provider turns into its answer.
-//
-// Relaying to a client that can sample works in-process (the gateway unit
-// test TestFrontDoorSamplingRelayed); over streamable HTTP the gateway's
-// request to the client is not answered yet (mcp-go sends legacy
-// server-initiated requests on the client's GET stream, and 2026-07-28
-// needs multi round-trip): an open item.
-func TestFrontDoorSamplingRefused(t *testing.T) {
+// model answers sampling requests like a model would.
+type model struct{}
+
+func (model) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	// Over multi round trip mcp-go's client hands the content on as
+	// decoded JSON.
+	content, err := mcp.ParseSamplingContent(req.Messages[0].Content)
+	if err != nil {
+		return nil, err
+	}
+	text, _ := content.(mcp.TextContent)
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("echo " + text.Text)},
+		Model:           "it-model",
+	}, nil
+}
+
+// dialRelay connects an MCP client over streamable HTTP to g, keeping the
+// GET stream open when listen (and waiting until it is).
+func dialRelay(t *testing.T, g *gw, listen bool, opts ...mcpclient.ClientOption) *session {
+	var topts []transport.StreamableHTTPCOption
+	if listen {
+		topts = append(topts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(g.MCPURL, topts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr, opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	// The GET stream lives as long as Start's context.
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "hangar-integration", Version: "0"}
+	if _, err := c.Initialize(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if listen {
+		// mcp-go queues a notification to the session until a stream
+		// takes it, and none but the GET stream is open now.
+		got := make(chan struct{}, 1)
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == "notifications/hangar_test" {
+				select {
+				case got <- struct{}{}:
+				default:
+				}
+			}
+		})
+		if err := g.App.MCP.SendNotificationToSpecificClient(tr.GetSessionId(), "notifications/hangar_test", nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-got:
+		case <-time.After(callTimeout):
+			t.Fatal("the GET stream did not open")
+		}
+	}
+	return &session{Client: c}
+}
+
+// A provider's (testkit's, on 2025-11-25 over stdio in its container)
+// sampling request during a call by callable name reaches the calling
+// client over streamable HTTP: on 2025-11-25 on the GET stream it keeps
+// open, on 2026-07-28 by multi round trip. A 2025-11-25 client without a
+// GET stream, or a client that did not declare sampling, is refused at
+// once with a clear error that the provider turns into its answer.
+// (mcp-go's examples/everything has no tool that samples: its sampleLLM
+// is commented out.)
+func TestFrontDoorSamplingRelayed(t *testing.T) {
 	g := startGateway(t, testkitConfig)
 	c := newRawClient(t, g.MCPURL)
-	plain := connect(t, g.MCPURL, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	legacy := mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	plain := connect(t, g.MCPURL, legacy)
 	plain.mustCall(t, "hangar_start", map[string]any{"mcp_server": "testkit"})
 	c.waitListed(t, "testkit__sample")
-	_, isErr, text := plain.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
-	if !isErr || !strings.Contains(text, "did not declare the sampling capability") {
-		t.Errorf("without a model: %q (error %v)", text, isErr)
+
+	tests := []struct {
+		name   string
+		listen bool
+		opts   []mcpclient.ClientOption
+		want   string
+		isErr  bool
+	}{
+		{"2025-11-25 with a GET stream", true, []mcpclient.ClientOption{legacy, mcpclient.WithSamplingHandler(model{})}, "model it-model said: echo hi", false},
+		{"2025-11-25 without a GET stream", false, []mcpclient.ClientOption{legacy, mcpclient.WithSamplingHandler(model{})}, "no GET stream open", true},
+		{"2026-07-28", false, []mcpclient.ClientOption{mcpclient.WithSamplingHandler(model{})}, "model it-model said: echo hi", false},
+		{"2025-11-25 without sampling", false, []mcpclient.ClientOption{legacy}, "did not declare the sampling capability", true},
+		{"2026-07-28 without sampling", false, nil, "did not declare the sampling capability", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := dialRelay(t, g, tt.listen, tt.opts...)
+			began := time.Now()
+			_, isErr, text := s.call(t, "testkit__sample", map[string]any{"prompt": "hi"})
+			took := time.Since(began)
+			if isErr != tt.isErr || !strings.Contains(text, tt.want) {
+				t.Errorf("testkit__sample = %q (error %v), want %q", text, isErr, tt.want)
+			}
+			if took > callTimeout/4 {
+				t.Errorf("testkit__sample took %s", took)
+			}
+		})
+	}
+}
+
+// user answers sampling (whatever was asked), elicitation and roots
+// requests.
+type user struct{}
+
+func (user) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled by the client")},
+		Model:           "it-model",
+	}, nil
+}
+
+func (user) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"random": "chosen by the client"}}}, nil
+}
+
+func (user) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///client/work", Name: "work"}}}, nil
+}
+
+// The official Go SDK's everything example, a third-party server (on
+// 2025-11-25 over stdio in its container), asks its client for sampling,
+// form elicitation and roots; through the front door each reaches the
+// calling client over streamable HTTP, on 2025-11-25 (GET stream open)
+// and on 2026-07-28 (multi round trip).
+func TestFrontDoorThirdPartyGoSDKRelay(t *testing.T) {
+	g := startGateway(t, `
+mcp_servers:
+  gosdk:
+    mode: docker
+    image: mcp-hangar/gosdk-everything:dev
+    start_timeout_s: 30
+`)
+	c := newRawClient(t, g.MCPURL)
+	legacy := mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	answers := []mcpclient.ClientOption{mcpclient.WithSamplingHandler(user{}), mcpclient.WithElicitationHandler(user{}), mcpclient.WithRootsHandler(user{})}
+	connect(t, g.MCPURL, legacy).mustCall(t, "hangar_start", map[string]any{"mcp_server": "gosdk"})
+	c.waitListed(t, "gosdk__roots")
+	for _, proto := range []struct {
+		name   string
+		listen bool
+		opts   []mcpclient.ClientOption
+	}{
+		{"2025-11-25", true, append([]mcpclient.ClientOption{legacy}, answers...)},
+		{"2026-07-28", false, answers},
+	} {
+		t.Run(proto.name, func(t *testing.T) {
+			s := dialRelay(t, g, proto.listen, proto.opts...)
+			for tool, want := range map[string]string{
+				"gosdk__sample":        "sampled by the client",
+				"gosdk__elicit__form_": "chosen by the client",
+				"gosdk__roots":         "work:file:///client/work",
+			} {
+				if _, isErr, text := s.call(t, tool, nil); isErr || text != want {
+					t.Errorf("%s = %q (error %v), want %q", tool, text, isErr, want)
+				}
+			}
+		})
 	}
 }
 

@@ -415,11 +415,13 @@ func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return mcp.NewToolResultError("unknown_tool: " + req.Params.Name + " is no longer served; list the tools again"), nil
 	}
 	var raw json.RawMessage
-	opts := &mcpconn.CallOptions{Meta: req.Params.Meta, Raw: &raw, Relay: newClientRelay(ctx)}
+	opts := &mcpconn.CallOptions{Meta: req.Params.Meta, Raw: &raw, Relay: relayOf(ctx)}
 	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
 		if srv := server.ServerFromContext(ctx); srv != nil {
 			opts.OnProgress = func(params map[string]any) {
-				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+				if client := clientOf(ctx); client != nil {
+					_ = srv.SendNotificationToClient(client, string(mcp.MethodNotificationProgress), params)
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -10,12 +11,49 @@ import (
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
-// clientRelay passes a provider's requests during a front-door call on to
-// the client that made the call, if it declared it can answer them.
+// A provider's sampling, elicitation and roots requests during a call made
+// through the gateway (a callable name, or hangar_call) go on to the client
+// that made the call, if it declared it can answer them:
+//
+//   - up to 2025-11-25, as server-to-client requests on the caller's
+//     session (clientRelay). Over streamable HTTP mcp-go sends sampling and
+//     roots requests on the session's GET stream only (elicitation on the
+//     call's own response stream): without one open they would wait for an
+//     answer that cannot come, so they are refused at once instead;
+//   - on 2026-07-28, which has no server-to-client requests, by multi round
+//     trip: the client's call is answered with input_required and the
+//     provider waits for the client to call again (relay_rounds.go).
+
+// errNotListening refuses a request a 2025-11-25 client over HTTP could not
+// receive.
+var errNotListening = errors.New("hangar: the calling client has no GET stream open on its session to receive the request; " +
+	"keep one open while calling (with mcp-go: transport.WithContinuousListening)")
+
+type relayKey struct{}
+
+// withRelay returns ctx carrying the relay of the call made with it.
+func withRelay(ctx context.Context, r mcpconn.Relay) context.Context {
+	return context.WithValue(ctx, relayKey{}, r)
+}
+
+// relayOf returns the relay for a call made with ctx: the multi round trip
+// one a 2026-07-28 call was given, else one to the caller's session.
+func relayOf(ctx context.Context) mcpconn.Relay {
+	if r, ok := ctx.Value(relayKey{}).(mcpconn.Relay); ok {
+		return r
+	}
+	return newClientRelay(ctx)
+}
+
+// clientRelay passes a provider's requests during a call on to the client
+// that made the call, as server-to-client requests on its session.
 type clientRelay struct {
 	ctx  context.Context // the calling client's request: its session
 	srv  *server.MCPServer
 	caps *mcp.ClientCapabilities // nil when the session does not say
+	// modern: a 2026-07-28 request without a multi round trip relay, which
+	// can only refuse.
+	modern bool
 }
 
 var _ mcpconn.Relay = clientRelay{}
@@ -26,7 +64,13 @@ func newClientRelay(ctx context.Context) mcpconn.Relay {
 		return nil
 	}
 	r := clientRelay{ctx: ctx, srv: srv}
-	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		r.modern = true
+		r.caps = info.ClientCapabilities
+		if r.caps == nil {
+			r.caps = &mcp.ClientCapabilities{}
+		}
+	} else if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
 		caps := s.GetClientCapabilities()
 		r.caps = &caps
 	}
@@ -37,23 +81,40 @@ func undeclared(what string) error {
 	return fmt.Errorf("hangar: the calling client did not declare the %s capability", what)
 }
 
+// check refuses what the calling client cannot receive. stream: the
+// request goes on the session's GET stream.
+// declared is whether the client declared the capability, when it says.
+func (r clientRelay) check(declared func(*mcp.ClientCapabilities) bool, what string, stream bool) error {
+	if r.caps != nil && !declared(r.caps) {
+		return undeclared(what)
+	}
+	if r.modern {
+		return fmt.Errorf("hangar: %s requests cannot be relayed to this 2026-07-28 call", what)
+	}
+	if open, known := listening(r.ctx); stream && known && !open {
+		return errNotListening
+	}
+	return nil
+}
+
 func (r clientRelay) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	if r.caps != nil && r.caps.Sampling == nil {
-		return nil, undeclared("sampling")
+	if err := r.check(func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil }, "sampling", true); err != nil {
+		return nil, err
 	}
 	return r.srv.RequestSampling(r.ctx, req)
 }
 
 func (r clientRelay) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	if r.caps != nil && r.caps.Elicitation == nil {
-		return nil, undeclared("elicitation")
+	// mcp-go writes elicitation requests on the call's own response stream.
+	if err := r.check(func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil }, "elicitation", false); err != nil {
+		return nil, err
 	}
 	return r.srv.RequestElicitation(r.ctx, req)
 }
 
 func (r clientRelay) ListRoots(_ context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	if r.caps != nil && r.caps.Roots == nil {
-		return nil, undeclared("roots")
+	if err := r.check(func(c *mcp.ClientCapabilities) bool { return c.Roots != nil }, "roots", true); err != nil {
+		return nil, err
 	}
 	return r.srv.RequestRoots(r.ctx, req)
 }

@@ -638,7 +638,13 @@ func TestFrontDoorResourcesAndPrompts(t *testing.T) {
 type sampler struct{}
 
 func (sampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	q := req.Messages[0].Content.(mcp.TextContent).Text
+	// Over multi round trip mcp-go's client hands the content on as decoded
+	// JSON.
+	content, err := mcp.ParseSamplingContent(req.Messages[0].Content)
+	if err != nil {
+		return nil, err
+	}
+	q := content.(mcp.TextContent).Text
 	return &mcp.CreateMessageResult{
 		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("4, to " + q)},
 		Model:           "test-model",
@@ -646,8 +652,9 @@ func (sampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*
 }
 
 // TestFrontDoorSamplingRelayed: a provider's sampling request during a
-// call reaches the calling client when it declared sampling, and is
-// refused with a clear error when it did not.
+// call reaches the calling (in-process) client when it declared sampling,
+// on 2026-07-28 by multi round trip, on 2025-11-25 as a request on its
+// session; it is refused with a clear error when it did not.
 //
 // Not parallel, nor its cases: the provider is served over stdio, and
 // mcp-go keeps one stdio session per process.
@@ -660,6 +667,8 @@ func TestFrontDoorSamplingRelayed(t *testing.T) {
 	}{
 		{"client samples", []client.ClientOption{client.WithSamplingHandler(sampler{})}, "the model said 4, to 2+2?", false},
 		{"client cannot sample", nil, "did not declare the sampling capability", true},
+		{"2025-11-25 client samples", []client.ClientOption{client.WithSamplingHandler(sampler{}), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)}, "the model said 4, to 2+2?", false},
+		{"2025-11-25 client cannot sample", []client.ClientOption{client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)}, "did not declare the sampling capability", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

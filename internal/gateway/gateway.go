@@ -97,6 +97,9 @@ type Gateway struct {
 	// limits it started with.
 	batch    atomic.Pointer[batch.Executor]
 	reloadMu sync.Mutex
+	// rounds keeps the calls of 2026-07-28 clients that wait for their
+	// input to a provider's request (relay_rounds.go).
+	rounds *inputRounds
 }
 
 // New returns a gateway over the given parts.
@@ -113,6 +116,7 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 		// 10 000 buckets of a few hundred bytes; an idle client's bucket
 		// is full again long before ten minutes pass.
 		RateLimiter: auth.NewLimiter(10000, 10*time.Minute, nil),
+		rounds:      newInputRounds(inputTTL, maxAwaitingInput),
 	}
 	clog := slog.New(slog.DiscardHandler)
 	if log != nil {
@@ -223,6 +227,12 @@ func (g *Gateway) callServer(ctx context.Context, action, server, tool string, a
 	return p.Call(ctx, tool, args)
 }
 
+// relays reports whether tool passes provider requests on to its caller:
+// hangar_call and the front door's callable names.
+func (g *Gateway) relays(tool string) bool {
+	return tool == "hangar_call" || (g.FrontDoor != nil && g.FrontDoor.binding(tool) != nil)
+}
+
 // refused is g.Refuse's verdict on id, nil when there is no Refuse.
 func (g *Gateway) refused(id string) error {
 	if g.Refuse == nil {
@@ -251,6 +261,8 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	if hooks != nil {
 		opts = append(opts, server.WithHooks(hooks))
 	}
+	// Innermost: every round trip of a call is correlated and authorized.
+	opts = append(opts, server.WithToolHandlerMiddleware(g.rounds.middleware(g.relays)))
 	s := server.NewMCPServer("hangar", Version, opts...)
 	for _, t := range g.tools() {
 		s.AddTool(preencoded(t.Tool), t.Handler)

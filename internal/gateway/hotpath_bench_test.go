@@ -89,6 +89,54 @@ func BenchmarkHangarCallHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkHangarCallHTTPCapable is BenchmarkHangarCallHTTP from a client
+// that declares sampling, elicitation and roots, as most do: the call runs
+// on a goroutine of its own, ready to ask the client by multi round trip.
+func BenchmarkHangarCallHTTPCapable(b *testing.B) {
+	_, h := benchGateway(b)
+	body := bytes.Replace(toolRequest(1, "hangar_call", `{"calls":[{"mcp_server":"math","tool":"add","arguments":{"a":1,"b":2}}]}`),
+		[]byte(`clientCapabilities":{}`), []byte(`clientCapabilities":{"sampling":{},"elicitation":{},"roots":{}}`), 1)
+	post(b, h, "hangar_call", body)
+	b.ReportAllocs()
+	for b.Loop() {
+		post(b, h, "hangar_call", body)
+	}
+}
+
+// BenchmarkHangarCallHTTPLegacy is BenchmarkHangarCallHTTP on a 2025-11-25
+// session: the session table's checks are on the path.
+func BenchmarkHangarCallHTTPLegacy(b *testing.B) {
+	_, h := benchGateway(b)
+	send := func(body, session string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader([]byte(body)))
+		req.RemoteAddr = "127.0.0.1:50000"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+		if session != "" {
+			req.Header.Set(mcpserver.HeaderKeySessionID, session)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK && rec.Code != http.StatusAccepted {
+			b.Fatalf("%d %s", rec.Code, rec.Body.String())
+		}
+		return rec
+	}
+	rec := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+
+		`","capabilities":{"sampling":{}},"clientInfo":{"name":"bench","version":"0"}}}`, "")
+	session := rec.Header().Get(mcpserver.HeaderKeySessionID)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hangar_call","arguments":{"calls":[{"mcp_server":"math","tool":"add","arguments":{"a":1,"b":2}}]}}}`
+	send(body, session)
+	b.ReportAllocs()
+	for b.Loop() {
+		if rec := send(body, session); !bytes.Contains(rec.Body.Bytes(), []byte(`"result"`)) {
+			b.Fatalf("%s", rec.Body.String())
+		}
+	}
+}
+
 // BenchmarkHealthHTTP is the gateway's trivial tool: the cost of the
 // gateway's HTTP and MCP layers alone.
 func BenchmarkHealthHTTP(b *testing.B) {

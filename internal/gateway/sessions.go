@@ -232,6 +232,29 @@ func (t *sessionTable) stream(s *session, cancel context.CancelFunc) func() {
 	}
 }
 
+// sessionKey carries a sessionRef in the context of a POST on a session.
+type sessionKey struct{}
+
+// sessionRef is the session a request was made on.
+type sessionRef struct {
+	t *sessionTable
+	s *session
+}
+
+// listening reports whether the session of the request in ctx has a GET
+// stream open: mcp-go sends server-to-client requests (sampling, roots)
+// on it only. known is false for a request that came another way (in
+// process, or a protocol without sessions).
+func listening(ctx context.Context) (open, known bool) {
+	ref, ok := ctx.Value(sessionKey{}).(sessionRef)
+	if !ok {
+		return false, false
+	}
+	ref.t.mu.Lock()
+	defer ref.t.mu.Unlock()
+	return len(ref.s.streams) > 0, true
+}
+
 // terminate ends a session: it is forgotten at once and its GET streams
 // are cancelled. It reports whether the session existed.
 func (t *sessionTable) terminate(id string) bool {
@@ -420,11 +443,15 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 			return
 		}
 		defer t.done(s)
-		if r.Method == http.MethodGet {
+		switch r.Method {
+		case http.MethodGet:
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			defer t.stream(s, cancel)()
 			r = r.WithContext(ctx)
+		case http.MethodPost:
+			// The relay asks whether the caller listens (listening).
+			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sessionRef{t: t, s: s}))
 		}
 		next.ServeHTTP(w, r)
 	})

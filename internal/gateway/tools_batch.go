@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/batch"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
 // Continuation read defaults and bounds (seed 001).
@@ -64,6 +65,9 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	}
 	ex := *g.Batch()
 	ex.Log = g.logFrom(ctx) // batch log lines carry the call's correlation ID
+	// The providers' sampling, elicitation and roots requests go to the
+	// caller, as on the front door.
+	ctx = mcpconn.WithCallOptions(ctx, &mcpconn.CallOptions{Relay: relayOf(ctx)})
 	r, problems := batch.Parse(a, ex.Limits)
 	if len(problems) > 0 {
 		return ok(batch.Invalid(problems))

@@ -26,7 +26,7 @@ func TestRelayAttribution(t *testing.T) {
 	}{
 		{"no call", nil, ErrNoRelay},
 		{"one relaying call", []Relay{stubRelay{}}, nil},
-		{"one hangar_call", []Relay{nil}, ErrNotRelayed},
+		{"one call without a relay", []Relay{nil}, ErrNotRelayed},
 		{"two calls", []Relay{stubRelay{}, nil}, ErrAmbiguousRelay},
 		{"two relaying calls", []Relay{stubRelay{}, stubRelay{}}, ErrAmbiguousRelay},
 	}

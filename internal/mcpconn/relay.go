@@ -27,13 +27,14 @@ type Relay interface {
 // Errors a provider gets for a request nobody can answer.
 var (
 	ErrNoRelay        = errors.New("hangar: no call from a client is in flight on this session to answer the request")
-	ErrNotRelayed     = errors.New("hangar: the call in flight was not made through the front door by a client that can answer")
+	ErrNotRelayed     = errors.New("hangar: the call in flight was not made by a client that can answer")
 	ErrAmbiguousRelay = errors.New("hangar: several calls from different clients are in flight on this session; the request cannot be attributed to one")
 )
 
 // relayHub is the connection's sampling, elicitation and roots handler. It
 // counts every call in flight, a nil Relay standing for one that cannot
-// answer (hangar_call), so a request is never pinned on the wrong call.
+// answer (a call without CallOptions), so a request is never pinned on the
+// wrong call.
 type relayHub struct {
 	mu     sync.Mutex
 	seq    uint64

@@ -123,6 +123,9 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
 	defer cancel()
+	// The prefetch's own start is one demand; any other, even one that
+	// joined the start, keeps the provider.
+	mark := p.Demand() + 1
 	if _, err := p.Start(sctx); err != nil {
 		// A failed prefetch is not the provider's record: it stays COLD,
 		// with no failed start counted, for the first real call to try.
@@ -132,8 +135,10 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	if whileUp != nil {
 		whileUp(sctx)
 	}
-	// Graceful: a call that arrived meanwhile finishes first.
-	return p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, true)
+	// Stopped only if nobody else asked for it meanwhile: a warm or a call
+	// that came while the catalog was read keeps it (its idle TTL applies).
+	p.StopIfUnwanted(context.WithoutCancel(ctx), ReasonPrefetched, mark)
+	return nil
 }
 
 func sortServable(s []Servable) {

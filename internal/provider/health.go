@@ -110,6 +110,35 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 
 func ptr[T any](v T) *T { return &v }
 
+// Demand is a mark for StopIfUnwanted: it changes whenever anyone asks
+// for the backend (a call, a start, a warm, a read of its resources).
+func (p *Provider) Demand() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.demand
+}
+
+// StopIfUnwanted stops a backend started for one purpose only (a catalog
+// prefetch) unless someone else asked for the provider since mark (a
+// warm, a call: they keep it, and the idle TTL stops it later). The check
+// and the detach happen under one lock, so a call cannot slip in between.
+func (p *Provider) StopIfUnwanted(ctx context.Context, reason string, mark uint64) bool {
+	p.mu.Lock()
+	if p.inst == nil || p.demand != mark || p.inflight > 0 || p.checking || (p.state != Ready && p.state != Degraded) {
+		p.mu.Unlock()
+		return false
+	}
+	inst := p.inst
+	p.inst = nil
+	p.crashes = 0
+	p.setState(Cold)
+	p.mu.Unlock()
+	inst.stopReason.Store(&reason)
+	p.log.Info("stopping", "reason", reason)
+	_ = inst.b.Stop(ctx)
+	return true
+}
+
 // StopIfIdle stops the provider when no call is in flight and it has not
 // been used for its idle TTL. The check and the detach happen under one
 // lock, so a call cannot slip in between.

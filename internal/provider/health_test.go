@@ -222,3 +222,39 @@ func TestRecorderSeesCallsAndManagerEvents(t *testing.T) {
 		t.Errorf("added %v removed %v", rec.added, rec.removed)
 	}
 }
+
+// TestStopIfUnwanted: a backend started for one purpose (a catalog
+// prefetch) is stopped afterwards only if nobody else asked for the
+// provider meanwhile; a warm or a call keeps it.
+func TestStopIfUnwanted(t *testing.T) {
+	t.Parallel()
+	l := newFakeLauncher("echo")
+	p := provider.New(spec("a"), l, provider.Options{})
+
+	mark := p.Demand() + 1
+	if _, err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !p.StopIfUnwanted(t.Context(), "catalog_prefetched", mark) || p.State() != provider.Cold {
+		t.Fatalf("nobody else asked: state %s, want stopped (cold)", p.State())
+	}
+
+	for name, other := range map[string]func() error{
+		"warm": func() error { _, err := p.Start(t.Context()); return err },
+		"call": func() error { _, err := p.Call(t.Context(), "echo", nil); return err },
+	} {
+		mark := p.Demand() + 1
+		if _, err := p.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := other(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.StopIfUnwanted(t.Context(), "catalog_prefetched", mark) || p.State() != provider.Ready {
+			t.Errorf("after a %s: stopped (state %s), want it kept ready", name, p.State())
+		}
+		if err := p.Stop(t.Context(), "test", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

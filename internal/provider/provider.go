@@ -138,6 +138,7 @@ type Provider struct {
 	startFailures int       // consecutive failed starts
 	crashes       int       // consecutive crashes without a good call between
 	retryAt       time.Time // no automatic start before this
+	demand        uint64    // Ensure calls so far: who asked for the backend (StopIfUnwanted)
 	degradedUntil time.Time // a degraded provider is re-checked after this
 	degradations  int       // consecutive degradations, for the backoff
 	checking      bool      // a health check is running
@@ -228,6 +229,7 @@ func (p *Provider) backoff(n int) time.Duration {
 // caller must then call done.
 func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, error) {
 	p.mu.Lock()
+	p.demand++
 	// attempted: this caller started, or waited for, a start; if that start
 	// failed, its failure is the answer, not a reason to start again.
 	attempted := false

@@ -40,10 +40,15 @@ type Envelope struct {
 	// ID is the request id as sent (a JSON string or number), nil for a
 	// notification.
 	ID json.RawMessage
-	// ProtocolVersion is params._meta's protocol version (MCP 2026-07-28
-	// states it per request), "" when absent.
-	ProtocolVersion string
+	// params is the request's params as sent, for MetaProtocolVersion.
+	params json.RawMessage
 }
+
+// MetaProtocolVersion is params._meta's protocol version (MCP 2026-07-28
+// states it per request), "" when absent. It decodes the params when
+// asked, not in ParseEnvelope: the session table only needs it when the
+// request's header does not already say 2026-07-28.
+func (e Envelope) MetaProtocolVersion() string { return metaProtocolVersion(e.params) }
 
 // EnvelopeError is a message refused by the envelope check, answered as a
 // JSON-RPC error.
@@ -115,7 +120,7 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		if hasID {
 			env.Kind = KindRequest
 		}
-		env.ProtocolVersion = metaProtocolVersion(m["params"])
+		env.params = m["params"]
 		return env, nil
 	}
 	_, hasResult := m["result"]

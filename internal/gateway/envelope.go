@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -98,6 +99,16 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		return Envelope{}, notJSON
 	}
 
+	for k := range m {
+		// mcp-go decodes the message into structs, whose field names
+		// match case-insensitively ("Method" is the method, the last of
+		// several wins); here keys match exactly. Where the two could
+		// read one message differently, it is refused: the scope guard
+		// acts on this envelope and mcp-go on its own reading.
+		if known, ok := envelopeKeys[strings.ToLower(k)]; ok && k != known {
+			return Envelope{}, invalid(nil, "member %q: JSON-RPC member names are lower case (%q)", k, known)
+		}
+	}
 	var env Envelope
 	rawID, hasID := m["id"]
 	if hasID {
@@ -136,6 +147,9 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 	env.Kind = KindResponse
 	return env, nil
 }
+
+// envelopeKeys are the JSON-RPC members, by their lower-case spelling.
+var envelopeKeys = map[string]string{"jsonrpc": "jsonrpc", "id": "id", "method": "method", "params": "params", "result": "result", "error": "error"}
 
 // isStringOrNumber also refuses a number no float64 holds (1e400): mcp-go
 // could not decode it and would answer a parse error without the id.

@@ -105,8 +105,12 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		// several wins); here keys match exactly. Where the two could
 		// read one message differently, it is refused: the scope guard
 		// acts on this envelope and mcp-go on its own reading.
-		if known, ok := envelopeKeys[strings.ToLower(k)]; ok && k != known {
-			return Envelope{}, invalid(nil, "member %q: JSON-RPC member names are lower case (%q)", k, known)
+		for _, known := range envelopeKeys {
+			// EqualFold: encoding/json's own matching (Unicode simple
+			// folding: "ſ" is an "s" to it, and "K" a "k").
+			if k != known && strings.EqualFold(k, known) {
+				return Envelope{}, invalid(nil, "member %q: JSON-RPC member names are lower case (%q)", k, known)
+			}
 		}
 	}
 	var env Envelope
@@ -148,8 +152,8 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 	return env, nil
 }
 
-// envelopeKeys are the JSON-RPC members, by their lower-case spelling.
-var envelopeKeys = map[string]string{"jsonrpc": "jsonrpc", "id": "id", "method": "method", "params": "params", "result": "result", "error": "error"}
+// envelopeKeys are the JSON-RPC members.
+var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // isStringOrNumber also refuses a number no float64 holds (1e400): mcp-go
 // could not decode it and would answer a parse error without the id.

@@ -34,7 +34,9 @@ import (
 //	go tool pprof -top -cum cpu.out
 //
 // Requests use the stateless 2026-07-28 protocol, as the bench's default
-// client does.
+// client does. cpu-ns/op (the process's CPU time per call) is the figure
+// to compare on a shared machine, against BenchmarkFloorHTTP's from the
+// same run; ns/op there is mostly other people's load.
 
 func benchGateway(b *testing.B) (*gateway.Gateway, http.Handler) {
 	b.Helper()

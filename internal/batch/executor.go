@@ -85,11 +85,21 @@ func Invalid(errs []ValidationError) Response {
 func (e *Executor) Run(ctx context.Context, req Request) Response {
 	began := time.Now()
 	resp := Response{BatchID: "batch-" + randomHex(8), Total: len(req.Calls), Results: make([]Result, len(req.Calls))}
-	log := e.Log.With("batch_id", resp.BatchID)
 	owner := OwnerOf(ctx)
 
 	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
+	if len(req.Calls) == 1 {
+		// The common case, a batch of one: no worker group, no fail-fast
+		// context (there is nothing left to stop), no size accounting
+		// shared between workers.
+		r := e.runOne(ctx, e.callLog(resp.BatchID), req.Calls[0], req.MaxAttempts)
+		if r.Success {
+			e.fit(owner, &r, e.Limits.MaxTotalRespBytes)
+		}
+		resp.Results[0] = r
+		return e.tally(resp, began)
+	}
 	// fail-fast cancels only the calls, so the batch can still report.
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -98,29 +108,27 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 	g.SetLimit(req.MaxConcurrency)
 	var sizeMu sync.Mutex
 	total := 0
-	work := func(i int, c Call) {
-		callID := "call-" + randomHex(6)
-		r := e.runOne(runCtx, log.With("call_id", callID), c, req.MaxAttempts)
-		r.Index, r.CallID = i, callID
-		if r.Success {
-			sizeMu.Lock()
-			total += e.fit(owner, &r, e.Limits.MaxTotalRespBytes-total)
-			sizeMu.Unlock()
-		} else if req.FailFast && runCtx.Err() == nil {
-			stop()
-		}
-		resp.Results[i] = r
+	for i, c := range req.Calls {
+		g.Go(func() error {
+			r := e.runOne(runCtx, e.callLog(resp.BatchID), c, req.MaxAttempts)
+			r.Index = i
+			if r.Success {
+				sizeMu.Lock()
+				total += e.fit(owner, &r, e.Limits.MaxTotalRespBytes-total)
+				sizeMu.Unlock()
+			} else if req.FailFast && runCtx.Err() == nil {
+				stop()
+			}
+			resp.Results[i] = r
+			return nil
+		})
 	}
-	if len(req.Calls) == 1 {
-		// The common case: no goroutine to start and wait for.
-		work(0, req.Calls[0])
-	} else {
-		for i, c := range req.Calls {
-			g.Go(func() error { work(i, c); return nil })
-		}
-		_ = g.Wait()
-	}
+	_ = g.Wait()
+	return e.tally(resp, began)
+}
 
+// tally counts the results and stamps the batch's time.
+func (e *Executor) tally(resp Response, began time.Time) Response {
 	for _, r := range resp.Results {
 		if r.Success {
 			resp.Succeeded++
@@ -131,6 +139,26 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 	resp.Success = resp.Failed == 0
 	resp.ElapsedMs = ms(time.Since(began))
 	return resp
+}
+
+// callLog is the logger of one call of a batch. It is only made when
+// something is logged (a failed attempt): binding batch_id and call_id on
+// every call cost allocations on the calls that log nothing.
+type callLog struct {
+	base    *slog.Logger
+	batchID string
+	callID  string
+}
+
+func (e *Executor) callLog(batchID string) *callLog {
+	return &callLog{base: e.Log, batchID: batchID, callID: "call-" + randomHex(6)}
+}
+
+func (l *callLog) Warn(msg string, args ...any) {
+	if l.base == nil || !l.base.Enabled(context.Background(), slog.LevelWarn) {
+		return
+	}
+	l.base.With("batch_id", l.batchID, "call_id", l.callID).Warn(msg, args...)
 }
 
 // retryable kinds are failures of the path to the tool, not of the tool.
@@ -145,43 +173,55 @@ func retryable(err error) bool {
 // runOne runs one entry with up to maxAttempts member calls: the budget
 // in its context is shared with a group's failover (retry.Take), and the
 // waits between attempts are retry.Call's.
-func (e *Executor) runOne(ctx context.Context, log *slog.Logger, c Call, maxAttempts int) Result {
+func (e *Executor) runOne(ctx context.Context, log *callLog, c Call, maxAttempts int) Result {
 	began := time.Now()
 	if err := ctx.Err(); err != nil {
-		return e.finish(failed(ErrTypeCancelled, cancelReason(ctx)), maxAttempts, 0, began)
+		return e.finish(failed(ErrTypeCancelled, cancelReason(ctx)), log.callID, maxAttempts, 0, began)
 	}
 	ctx, budget := retry.WithBudget(ctx, maxAttempts)
+	if maxAttempts == 1 {
+		// One attempt: no retry loop, no backoff to build.
+		budget.Take()
+		r, _ := e.attempt(ctx, log, c, budget)
+		return e.finish(r, log.callID, maxAttempts, budget.Used(), began)
+	}
 	var r Result
 	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
 		if !budget.Take() {
 			// A group's failover spent the rest of the budget.
 			return struct{}{}, backoff.Permanent(errBudgetSpent)
 		}
-		cctx, cancel := ctx, context.CancelFunc(func() {})
-		if c.Timeout > 0 {
-			cctx, cancel = context.WithTimeout(ctx, c.Timeout)
-		}
-		res, err := e.Invoke(cctx, c.Server, c.Tool, c.Arguments)
-		cancel()
-		if err == nil {
-			r = fromResultLimit(res, e.Limits.MaxResponseBytes)
-			return struct{}{}, nil
-		}
-		log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", budget.Used(), "error", err)
-		r = failed(provider.KindOf(err), err.Error())
-		if !retryable(err) {
+		var err error
+		if r, err = e.attempt(ctx, log, c, budget); err != nil && !retryable(err) {
 			return struct{}{}, backoff.Permanent(err)
 		}
 		return struct{}{}, err
 	}, backoff.WithBackOff(retry.Call()), backoff.WithMaxTries(uint(maxAttempts)), backoff.WithMaxElapsedTime(0))
 	// When ctx ends during a wait, the last attempt's real error stands.
-	return e.finish(r, maxAttempts, budget.Used(), began)
+	return e.finish(r, log.callID, maxAttempts, budget.Used(), began)
+}
+
+// attempt is one member call of an entry; err is the call's failure (the
+// result then says so), nil when the provider answered.
+func (e *Executor) attempt(ctx context.Context, log *callLog, c Call, budget *retry.Budget) (Result, error) {
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, c.Timeout)
+	}
+	res, err := e.Invoke(cctx, c.Server, c.Tool, c.Arguments)
+	cancel()
+	if err == nil {
+		return fromResultLimit(res, e.Limits.MaxResponseBytes), nil
+	}
+	log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", budget.Used(), "error", err)
+	return failed(provider.KindOf(err), err.Error()), err
 }
 
 // errBudgetSpent ends the retries of an entry whose budget is spent.
 var errBudgetSpent = errors.New("attempt budget spent")
 
-func (e *Executor) finish(r Result, maxAttempts, attempts int, began time.Time) Result {
+func (e *Executor) finish(r Result, callID string, maxAttempts, attempts int, began time.Time) Result {
+	r.CallID = callID
 	if maxAttempts > 1 {
 		r.RetryMetadata = &RetryMeta{Attempts: attempts, Retries: max(attempts-1, 0)}
 	}

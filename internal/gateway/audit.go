@@ -85,8 +85,14 @@ func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
 		return
 	}
 	// The caller's context may end with the call; the record must not.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
-	defer cancel()
+	wctx := context.WithoutCancel(ctx)
+	if _, queued := g.AuditStore.(*audit.Writer); !queued {
+		// A store written synchronously gets a bound; the writer's queue
+		// never waits, and a timer per call would be all cost.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(wctx, auditWriteTimeout)
+		defer cancel()
+	}
 	if err := g.AuditStore.AppendAudit(wctx, e); err != nil && !errors.Is(err, audit.ErrQueueFull) {
 		// A full queue is counted and logged by the writer, off the call.
 		g.Log.Warn("audit entry not stored", FieldServer, e.Server, FieldTool, e.Tool, FieldError, err)

@@ -118,6 +118,16 @@ func guard(h *auth.HTTP, serverOf func(tool string) string, next http.Handler) h
 			next.ServeHTTP(w, r)
 			return
 		}
+		if env, ok := RequestEnvelope(r.Context()); ok {
+			// checkEnvelope parsed the message already: only a tools/call's
+			// params are decoded here, for its tool and arguments.
+			if e := refusal(id, env.forGuard(), serverOf); e != nil {
+				h.Forbid(w, r, auth.ScalarID(env.ID), e)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		body, read := bytesOf(r)
 		if !read {
 			// Not behind checkEnvelope (embedding code): read it here.
@@ -181,6 +191,16 @@ func rawTarget(raw json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+// forGuard is what the guard needs of a checked message: its method, id
+// and, for tools/call, the tool and raw arguments from its params.
+func (e Envelope) forGuard() envelope {
+	out := envelope{ID: e.ID, Method: e.Method}
+	if e.Method == string(mcp.MethodToolsCall) {
+		_ = json.Unmarshal(e.params, &out.Params)
+	}
+	return out
 }
 
 // envelopes decodes a request or a batch of them; nil when the body is not

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -40,10 +41,15 @@ type Envelope struct {
 	// ID is the request id as sent (a JSON string or number), nil for a
 	// notification.
 	ID json.RawMessage
-	// ProtocolVersion is params._meta's protocol version (MCP 2026-07-28
-	// states it per request), "" when absent.
-	ProtocolVersion string
+	// params is the request's params as sent, for MetaProtocolVersion.
+	params json.RawMessage
 }
+
+// MetaProtocolVersion is params._meta's protocol version (MCP 2026-07-28
+// states it per request), "" when absent. It decodes the params when
+// asked, not in ParseEnvelope: the session table only needs it when the
+// request's header does not already say 2026-07-28.
+func (e Envelope) MetaProtocolVersion() string { return metaProtocolVersion(e.params) }
 
 // EnvelopeError is a message refused by the envelope check, answered as a
 // JSON-RPC error.
@@ -93,6 +99,20 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		return Envelope{}, notJSON
 	}
 
+	for k := range m {
+		// mcp-go decodes the message into structs, whose field names
+		// match case-insensitively ("Method" is the method, the last of
+		// several wins); here keys match exactly. Where the two could
+		// read one message differently, it is refused: the scope guard
+		// acts on this envelope and mcp-go on its own reading.
+		for _, known := range envelopeKeys {
+			// EqualFold: encoding/json's own matching (Unicode simple
+			// folding: "ſ" is an "s" to it, and "K" a "k").
+			if k != known && strings.EqualFold(k, known) {
+				return Envelope{}, invalid(nil, "member %q: JSON-RPC member names are lower case (%q)", k, known)
+			}
+		}
+	}
 	var env Envelope
 	rawID, hasID := m["id"]
 	if hasID {
@@ -115,7 +135,7 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		if hasID {
 			env.Kind = KindRequest
 		}
-		env.ProtocolVersion = metaProtocolVersion(m["params"])
+		env.params = m["params"]
 		return env, nil
 	}
 	_, hasResult := m["result"]
@@ -131,6 +151,9 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 	env.Kind = KindResponse
 	return env, nil
 }
+
+// envelopeKeys are the JSON-RPC members.
+var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // isStringOrNumber also refuses a number no float64 holds (1e400): mcp-go
 // could not decode it and would answer a parse error without the id.

@@ -129,16 +129,33 @@ func (e *Endpoint) OpenSessions() int { return e.sessions.count() }
 // Close stops the session sweeper. Call it after Sessions().Shutdown.
 func (e *Endpoint) Close() { e.sessions.close() }
 
-var errBodyTooLarge = errors.New("request body too large")
+var (
+	errBodyTooLarge   = errors.New("request body too large")
+	errBodyOverLength = errors.New("request body longer than its Content-Length")
+)
 
 // readUpTo reads all of body if it is at most n bytes; size is the
 // announced Content-Length (-1: unknown).
 func readUpTo(body io.Reader, size, n int64) ([]byte, error) {
-	capHint := int64(512)
-	if size >= 0 {
-		capHint = size + 1 // +1: the read that sees EOF needs room
+	if size > 0 && size <= n {
+		// The announced length: one buffer of exactly that size (a
+		// bytes.Buffer would first grow a small one by 512 bytes, a
+		// second allocation per request), then a read that must see the
+		// end, as net/http's body reader holds the body to its length.
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		var one [1]byte
+		switch k, err := body.Read(one[:]); {
+		case k > 0:
+			return nil, errBodyOverLength
+		case err != nil && err != io.EOF:
+			return nil, err
+		}
+		return buf, nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, min(capHint, n+1)))
+	buf := bytes.NewBuffer(make([]byte, 0, 512))
 	got, err := buf.ReadFrom(io.LimitReader(body, n+1))
 	if err != nil {
 		return nil, err

@@ -33,13 +33,17 @@ func (l *lazyAttrs) Handle(ctx context.Context, r slog.Record) error {
 	if len(l.attrs) == 0 {
 		return l.h.Handle(ctx, r)
 	}
-	// The bound attributes come first, as they would from WithAttrs.
-	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
-	out.AddAttrs(l.attrs...)
+	// The bound attributes come first, as they would from WithAttrs. One
+	// AddAttrs for all: added one by one, the record's overflow slice
+	// grows several times (an audit line has ten).
+	var buf [16]slog.Attr
+	all := append(buf[:0], l.attrs...)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(a)
+		all = append(all, a)
 		return true
 	})
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	out.AddAttrs(all...)
 	return l.h.Handle(ctx, out)
 }
 

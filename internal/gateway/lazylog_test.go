@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -50,5 +52,19 @@ func TestLazyAttrsWriteLikeWith(t *testing.T) {
 				t.Error("a record below the level was written")
 			}
 		})
+	}
+}
+
+// BenchmarkLazyAuditLine is one audit line through a call's lazily bound
+// logger into slog's JSON handler.
+func BenchmarkLazyAuditLine(b *testing.B) {
+	l := withLazy(slog.New(slog.NewJSONHandler(io.Discard, nil)), FieldCorrelationID, "0123456789abcdef", FieldTool, "hangar_call")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.LogAttrs(ctx, slog.LevelInfo, "audit",
+			slog.String(FieldIdentity, "agent"), slog.String(FieldAction, ActionHangarCall), slog.String(FieldTool, "add"),
+			slog.String(FieldServer, "math"), slog.Bool(FieldAllowed, true), slog.String(FieldReason, ""),
+			slog.String(FieldOutcome, OutcomeOK), slog.Float64(FieldDurationMs, 0.42))
 	}
 }

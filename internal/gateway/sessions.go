@@ -401,7 +401,7 @@ func (m sessionManager) Terminate(id string) (bool, error) {
 func (t *sessionTable) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		env, isPost := RequestEnvelope(r.Context())
-		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || (isPost && mcp.IsModernProtocol(env.ProtocolVersion)) {
+		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || (isPost && mcp.IsModernProtocol(env.MetaProtocolVersion())) {
 			next.ServeHTTP(w, r)
 			return
 		}

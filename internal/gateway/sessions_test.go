@@ -198,6 +198,12 @@ func TestHTTPRejections(t *testing.T) {
 		{"id null on initialize", func(e *endpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, strings.Replace(initBody, `"id":1`, `"id":null`, 1), as("alice"))
 		}, http.StatusBadRequest, -32600, "id must be"},
+		{"member name in another case", func(e *endpoint, s string) *httptest.ResponseRecorder {
+			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"tools/list","Method":"tools/call"}`, as("alice"), withSession(s))
+		}, http.StatusBadRequest, -32600, `member \"Method\"`},
+		{"member name folding to another", func(e *endpoint, s string) *httptest.ResponseRecorder {
+			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/list","j\u017fonrpc":"1.0"}`, as("alice"), withSession(s))
+		}, http.StatusBadRequest, -32600, "lower case"},
 		{"batch", func(e *endpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, "["+listBody+"]", as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "batch"},

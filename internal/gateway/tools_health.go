@@ -141,19 +141,44 @@ func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 		status = "degraded"
 	}
 	cfg := g.Config()
-	return ok(map[string]any{
-		"status":      status,
-		"mcp_servers": map[string]any{"total": total, "by_state": byState},
-		"groups": map[string]any{"total": groupTotal, "by_state": groupsByState,
-			"total_members": members, "healthy_members": healthyMembers},
-		"security": map[string]any{"rate_limiting": map[string]any{
-			"enabled":        cfg.Auth.Enabled,
-			"active_buckets": g.activeBuckets(),
-			"config":         map[string]any{"rps": cfg.Auth.RateLimit.RPS, "burst": cfg.Auth.RateLimit.Burst},
-		}},
-		"docker": docker,
-		"store":  store,
-	})
+	var a healthAnswer
+	a.Docker, a.Status, a.Store = docker, status, store
+	a.Groups.ByState, a.Groups.HealthyMembers, a.Groups.Total, a.Groups.TotalMembers = groupsByState, healthyMembers, groupTotal, members
+	a.MCPServers.ByState, a.MCPServers.Total = byState, total
+	rl := &a.Security.RateLimiting
+	rl.ActiveBuckets, rl.Enabled = g.activeBuckets(), cfg.Auth.Enabled
+	rl.Config.Burst, rl.Config.RPS = cfg.Auth.RateLimit.Burst, cfg.Auth.RateLimit.RPS
+	return ok(a)
+}
+
+// healthAnswer is hangar_health's answer. Structs encode without the
+// sorting and reflection over maps that the answer of every health check
+// paid; their fields are in the order encoding/json sorts map keys, so
+// the JSON is the same as the maps gave.
+type healthAnswer struct {
+	Docker map[string]any `json:"docker"`
+	Groups struct {
+		ByState        map[string]int `json:"by_state"`
+		HealthyMembers int            `json:"healthy_members"`
+		Total          int            `json:"total"`
+		TotalMembers   int            `json:"total_members"`
+	} `json:"groups"`
+	MCPServers struct {
+		ByState map[string]int `json:"by_state"`
+		Total   int            `json:"total"`
+	} `json:"mcp_servers"`
+	Security struct {
+		RateLimiting struct {
+			ActiveBuckets int `json:"active_buckets"`
+			Config        struct {
+				Burst int     `json:"burst"`
+				RPS   float64 `json:"rps"`
+			} `json:"config"`
+			Enabled bool `json:"enabled"`
+		} `json:"rate_limiting"`
+	} `json:"security"`
+	Status string         `json:"status"`
+	Store  map[string]any `json:"store"`
 }
 
 func (g *Gateway) activeBuckets() int {

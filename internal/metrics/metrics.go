@@ -41,6 +41,20 @@ type Metrics struct {
 	inflight       *inflightCollector
 	discovery      *prometheus.CounterVec
 	discoveryDur   prometheus.Histogram
+
+	// series caches the children CallDone records into, per server, tool
+	// and outcome: WithLabelValues hashes the labels and takes the vector's
+	// lock on every call. Entries are added, and removed with their
+	// server, under seriesMu, so none outlives the series it points to.
+	series   sync.Map // callKey → callSeries
+	seriesMu sync.Mutex
+}
+
+type callKey struct{ id, tool, outcome string }
+
+type callSeries struct {
+	calls    prometheus.Counter
+	duration prometheus.Observer
 }
 
 var _ provider.Events = (*Metrics)(nil)
@@ -123,8 +137,20 @@ func (m *Metrics) BackendExited(id, _ string, oom bool) {
 
 // CallDone implements provider.Events.
 func (m *Metrics) CallDone(id, tool, outcome string, d time.Duration) {
-	m.calls.WithLabelValues(id, tool, outcome).Inc()
-	m.callDuration.WithLabelValues(id).Observe(d.Seconds())
+	s := m.callSeries(callKey{id, tool, outcome})
+	s.calls.Inc()
+	s.duration.Observe(d.Seconds())
+}
+
+func (m *Metrics) callSeries(k callKey) callSeries {
+	if v, ok := m.series.Load(k); ok {
+		return v.(callSeries)
+	}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	s := callSeries{calls: m.calls.WithLabelValues(k.id, k.tool, k.outcome), duration: m.callDuration.WithLabelValues(k.id)}
+	m.series.Store(k, s)
+	return s
 }
 
 // HealthChecked implements provider.Events.
@@ -141,6 +167,14 @@ func (m *Metrics) HealthChecked(id string, err error) {
 
 // Removed implements provider.Events: the provider's series go away.
 func (m *Metrics) Removed(id string) {
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	m.series.Range(func(k, _ any) bool {
+		if k.(callKey).id == id {
+			m.series.Delete(k)
+		}
+		return true
+	})
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.calls, m.callDuration, m.state, m.coldStarts, m.coldStartDur, m.containerExits, m.ooms, m.healthChecks} {

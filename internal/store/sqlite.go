@@ -52,6 +52,12 @@ type SQLite struct {
 	lock     *dirLock
 	log      *slog.Logger
 	auditMax int
+	// auditMu serialises audit appends; auditRows is each server's
+	// number of audit rows as of the last committed append (absent:
+	// not counted yet), so that a trim deletes the oldest rows by number
+	// instead of walking auditMax index entries to find the bound.
+	auditMu   sync.Mutex
+	auditRows map[string]int
 
 	keyMu  sync.Mutex
 	keyOpt []byte
@@ -550,18 +556,65 @@ func (s *SQLite) DeleteCatalog(ctx context.Context, server string) error {
 // AppendAudit appends e (its ID is assigned; a zero At is now) and drops
 // the server's entries beyond Options.AuditPerServer, oldest first.
 func (s *SQLite) AppendAudit(ctx context.Context, e AuditEntry) error {
-	return s.write(ctx, "append audit "+e.Server, func(tx *sql.Tx) error {
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	var rows map[string]int
+	err := s.write(ctx, "append audit "+e.Server, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO audit (at, server, identity, action, tool, allowed, reason, outcome, duration_ms)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, nanos(nowOr(e.At)), e.Server, e.Identity, e.Action, e.Tool,
 			boolInt(e.Allowed), e.Reason, e.Outcome, e.DurationMs); err != nil {
 			return err
 		}
-		// The newest auditMax ids of the server stay; a NULL bound (fewer
-		// entries) deletes nothing.
-		_, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE server = ?1 AND id <=
-			(SELECT id FROM audit WHERE server = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`, e.Server, s.auditMax)
+		var err error
+		rows, err = s.trimAudit(ctx, tx, map[string]int{e.Server: 1})
 		return err
 	})
+	s.countedAudit(rows, err)
+	return err
+}
+
+// trimAudit drops, for each server that got added[server] rows in tx, its
+// entries beyond auditMax, oldest first; it returns the servers' row
+// counts once tx commits. Call it with auditMu held.
+func (s *SQLite) trimAudit(ctx context.Context, tx *sql.Tx, added map[string]int) (map[string]int, error) {
+	rows := make(map[string]int, len(added))
+	for server, n := range added {
+		before, known := s.auditRows[server]
+		if !known {
+			// Counted after the insert: the rows before it are the rest.
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit WHERE server = ?`, server).Scan(&before); err != nil {
+				return nil, err
+			}
+			before -= n
+		}
+		rows[server] = before + n
+		if rows[server] <= s.auditMax {
+			continue
+		}
+		// The newest auditMax ids of the server stay: the count says how
+		// many of the oldest go, so only those are walked.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE id IN
+			(SELECT id FROM audit WHERE server = ? ORDER BY id LIMIT ?)`, server, rows[server]-s.auditMax); err != nil {
+			return nil, err
+		}
+		rows[server] = s.auditMax
+	}
+	return rows, nil
+}
+
+// countedAudit keeps the row counts of a committed append; after a failed
+// one the counts are unknown again (counted at the next append).
+func (s *SQLite) countedAudit(rows map[string]int, err error) {
+	if err != nil {
+		s.auditRows = nil
+		return
+	}
+	if s.auditRows == nil {
+		s.auditRows = map[string]int{}
+	}
+	for server, n := range rows {
+		s.auditRows[server] = n
+	}
 }
 
 // RecentAudit lists up to limit entries of server, newest first; an empty

@@ -467,3 +467,30 @@ func BenchmarkAppendAudit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendAuditBatch is one batch of the audit writer under load
+// (128 entries of one server) on a trail already at its bound: the
+// inserts, the trim and one commit, per entry.
+func BenchmarkAppendAuditBatch(b *testing.B) {
+	s, err := OpenDir(b.TempDir(), Options{Log: quiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	batch := make([]AuditEntry, 128)
+	for i := range batch {
+		batch[i] = AuditEntry{Server: "math", Identity: "agent", Action: "hangar_call", Tool: "add", Allowed: true, Outcome: "ok", DurationMs: 0.4}
+	}
+	for range DefaultAuditPerServer/len(batch) + 1 {
+		if err := s.AppendAuditBatch(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.AppendAuditBatch(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/entry")
+}

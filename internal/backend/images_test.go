@@ -435,8 +435,9 @@ func TestProgressNotifications(t *testing.T) {
 	for {
 		mu.Lock()
 		n = len(got)
+		done := n > 0 && strings.HasPrefix(fmt.Sprint(got[n-1].Params.AdditionalFields["message"]), "pulled image")
 		mu.Unlock()
-		if n >= 2 {
+		if done {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -101,8 +101,14 @@ func (p *Puller) Pull(ctx context.Context, req PullRequest) error {
 	w := f.nextW
 	f.nextW++
 	var first Progress
+	var announced sync.Mutex // held until first is out: nothing overtakes it
 	if req.OnProgress != nil {
-		f.watch[w] = req.OnProgress
+		announced.Lock()
+		f.watch[w] = func(pr Progress) {
+			announced.Lock()
+			defer announced.Unlock()
+			req.OnProgress(pr)
+		}
 		first = f.last
 		first.Ref = f.ref
 	}
@@ -111,6 +117,7 @@ func (p *Puller) Pull(ctx context.Context, req PullRequest) error {
 		// At once, so a caller (and hangar_status) knows a pull is under
 		// way before the registry sends its first byte.
 		req.OnProgress(first)
+		announced.Unlock()
 	}
 
 	select {

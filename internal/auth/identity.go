@@ -72,6 +72,31 @@ func (id Identity) MayReach(server string) bool {
 	return id.servers.Allowed(server)
 }
 
+// ViewKey is equal for identities that Has and MayReach answer alike:
+// what a caller may see of a listing filtered by scope and server depends
+// on nothing else, so answers computed for one such caller can be kept
+// for the others.
+func (id Identity) ViewKey() string {
+	scopes := slices.Compact(slices.Sorted(slices.Values(id.Scopes)))
+	b := []byte("scopes")
+	for _, s := range scopes {
+		b = append(b, 0)
+		b = append(b, s...)
+	}
+	switch {
+	case len(id.Servers) == 0:
+	case id.servers == nil:
+		b = append(b, "\x01no servers"...) // built without NewIdentity: MayReach refuses all
+	default:
+		b = append(b, "\x01servers"...)
+		for _, s := range id.Servers {
+			b = append(b, 0)
+			b = append(b, s...)
+		}
+	}
+	return string(b)
+}
+
 type ctxKey struct{}
 
 // WithIdentity returns ctx carrying id.

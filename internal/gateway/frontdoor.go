@@ -86,6 +86,7 @@ type FrontDoor struct {
 	looked    map[string]bool        // server+image whose stored catalog was read
 	tried     map[string]bool        // server+image a prefetch was tried for
 	sig       string                 // what is listed now, to skip no-op changes
+	listing   listing                // tools/list answers of what is listed now
 
 	mu       sync.RWMutex
 	bindings map[string]*binding   // by callable name
@@ -142,6 +143,7 @@ func (f *FrontDoor) ServerOptions() []server.ServerOption {
 func (f *FrontDoor) Attach(s *server.MCPServer) {
 	f.refreshMu.Lock()
 	f.srv = s
+	f.listing.invalidate()
 	f.refreshMu.Unlock()
 }
 
@@ -300,6 +302,7 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	}
 	// One replacement, so one list_changed for the whole change.
 	f.srv.SetTools(all...)
+	f.listing.invalidate() // after the change: an answer computed meanwhile is not kept
 	f.log.Info("front door tools changed", "tools", len(bindings))
 	return prefetch
 }

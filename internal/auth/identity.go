@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -77,21 +78,19 @@ func (id Identity) MayReach(server string) bool {
 // on nothing else, so answers computed for one such caller can be kept
 // for the others.
 func (id Identity) ViewKey() string {
-	scopes := slices.Compact(slices.Sorted(slices.Values(id.Scopes)))
+	// Quoted elements: no scope or pattern can pass for two.
 	b := []byte("scopes")
-	for _, s := range scopes {
-		b = append(b, 0)
-		b = append(b, s...)
+	for _, s := range slices.Compact(slices.Sorted(slices.Values(id.Scopes))) {
+		b = strconv.AppendQuote(append(b, ' '), s)
 	}
 	switch {
 	case len(id.Servers) == 0:
 	case id.servers == nil:
-		b = append(b, "\x01no servers"...) // built without NewIdentity: MayReach refuses all
+		b = append(b, " no servers"...) // built without NewIdentity: MayReach refuses all
 	default:
-		b = append(b, "\x01servers"...)
+		b = append(b, " servers"...)
 		for _, s := range id.Servers {
-			b = append(b, 0)
-			b = append(b, s...)
+			b = strconv.AppendQuote(append(b, ' '), s)
 		}
 	}
 	return string(b)

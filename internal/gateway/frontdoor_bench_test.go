@@ -32,7 +32,8 @@ func listServers() []*config.Server {
 }
 
 // BenchmarkFrontDoorToolsList is tools/list of 1,000 front-door tools
-// through mcp-go's own path, in process:
+// through mcp-go's own path (what the session-based protocol versions
+// still take), in process:
 //
 //	go test -run '^$' -bench FrontDoorToolsList -benchmem ./internal/gateway/
 func BenchmarkFrontDoorToolsList(b *testing.B) {
@@ -48,7 +49,7 @@ func BenchmarkFrontDoorToolsList(b *testing.B) {
 	}
 }
 
-// listRequest is a 2026-07-28 tools/list as the bench's client sends it.
+// listRequest is a stateless tools/list as the bench's client sends it.
 func listRequest(version string) *http.Request {
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `",` +
@@ -62,9 +63,12 @@ func listRequest(version string) *http.Request {
 	return req
 }
 
-// BenchmarkFrontDoorToolsListHTTP is the same list through the gateway's
-// whole HTTP handler (auth, envelope, guard, sessions, mcp-go), as figure 9
-// of the bench measures it end to end.
+// BenchmarkFrontDoorToolsListHTTP is the same list on the stateless
+// protocol through the gateway's whole HTTP handler (auth, envelope, guard,
+// sessions, the listing of frontdoor_listing.go), as figure 9 of the bench
+// sends it. On a loaded 2-core machine mcp-go's own path took 16-25 ms
+// and 17,800 allocations here, the listing 1.0-1.3 ms (mostly the
+// recorder growing its 225 kB body) and 160 allocations.
 func BenchmarkFrontDoorToolsListHTTP(b *testing.B) {
 	h := newFrontDoor(b, nil, nil, nil, listServers()...)
 	h.g.FrontDoor.Refresh(context.Background())

@@ -36,6 +36,11 @@ import (
 // request: once a session has been sent any notification, mcp-go frames all
 // its later answers as SSE, and notifications waiting in the session are
 // flushed into the answer first; neither is visible from outside mcp-go.
+//
+// What observes every request inside mcp-go does not see the answers served
+// here: hooks are checked on each request (any tools/list or catch-all hook
+// sends it to mcp-go), and the gateway configures no tracer or request
+// logger on its MCP server.
 
 // maxListings bounds the answers kept: one per caller view (the scopes and
 // server filters of the tokens and JWTs in use) and protocol version.

@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 )
@@ -51,6 +53,7 @@ type listingKey struct{ view, version string }
 // listing holds the encoded tools/list answers of the current tool
 // generation.
 type listing struct {
+	flight  singleflight.Group
 	mu      sync.Mutex
 	gen     uint64
 	answers map[listingKey][]byte // `,"result":…}` and a newline
@@ -121,11 +124,19 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 		key := listingKey{view: viewOf(r.Context()), version: version}
 		answer, gen := f.listing.get(key)
 		if answer == nil {
-			if answer, ok = encodeToolsList(r.Context(), s, version); !ok {
+			// One computation for the callers of a view that all list at
+			// once (after a list_changed, say).
+			v, _, _ := f.listing.flight.Do(strconv.FormatUint(gen, 10)+"\x00"+key.version+"\x00"+key.view, func() (any, error) {
+				answer, ok := encodeToolsList(r.Context(), s, version)
+				if ok {
+					f.listing.put(key, gen, answer)
+				}
+				return answer, nil
+			})
+			if answer, _ = v.([]byte); answer == nil {
 				st.ServeHTTP(w, r)
 				return
 			}
-			f.listing.put(key, gen, answer)
 		}
 		// What mcp-go writes for a JSON answer: json.Encoder's output of
 		// the response, whose fields come in this order.

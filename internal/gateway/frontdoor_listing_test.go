@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -310,7 +311,20 @@ func TestToolsListCacheFollowsChanges(t *testing.T) {
 	}
 	h.refresh(t)
 	waitFor(t, "second list_changed", func() bool { return changes() == base+2 })
-	if got := list(); len(got) != 0 {
+	// Callers listing at once after the change all get the new answer.
+	want := modernList("", "1").send(ref).Body.Bytes()
+	var wg sync.WaitGroup
+	answers := make([][]byte, 8)
+	for i := range answers {
+		wg.Go(func() { answers[i] = modernList("", "1").send(gw).Body.Bytes() })
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if !bytes.Equal(a, want) {
+			t.Errorf("concurrent list %d: %.300s, mcp-go answers %.300s", i, a, want)
+		}
+	}
+	if got := listedNames(t, want); len(got) != 0 {
 		t.Errorf("after a was removed: %v listed", got)
 	}
 	if n := changes(); n != base+2 {

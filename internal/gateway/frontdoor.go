@@ -142,8 +142,9 @@ func (f *FrontDoor) ServerOptions() []server.ServerOption {
 // Attach sets the MCP server whose tool list the front door maintains.
 func (f *FrontDoor) Attach(s *server.MCPServer) {
 	f.refreshMu.Lock()
+	f.listing.beginChange()
 	f.srv = s
-	f.listing.invalidate()
+	f.listing.endChange()
 	f.refreshMu.Unlock()
 }
 
@@ -279,11 +280,18 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 		sort.Slice(l, func(i, j int) bool { return l[i].Callable < l[j].Callable })
 	}
 
+	change := sig.String() != f.sig && f.srv != nil
+	if change {
+		// No tools/list answer is kept from here until the listed tools
+		// and the bindings the filter reads have both changed.
+		f.listing.beginChange()
+		defer f.listing.endChange()
+	}
 	f.mu.Lock()
 	f.bindings, f.byServer, f.versions, f.hidden = bindings, byServer, versions, hidden
 	f.mu.Unlock()
 
-	if sig.String() == f.sig || f.srv == nil {
+	if !change {
 		return prefetch
 	}
 	f.sig = sig.String()
@@ -302,7 +310,6 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	}
 	// One replacement, so one list_changed for the whole change.
 	f.srv.SetTools(all...)
-	f.listing.invalidate() // after the change: an answer computed meanwhile is not kept
 	f.log.Info("front door tools changed", "tools", len(bindings))
 	return prefetch
 }

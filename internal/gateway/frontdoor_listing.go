@@ -52,33 +52,56 @@ type listingKey struct{ view, version string }
 
 // listing holds the encoded tools/list answers of the current tool
 // generation.
+//
+// A change of the tool set is bracketed by beginChange and endChange: mcp-go
+// sends list_changed from inside SetTools, and a client may list again
+// before SetTools returns, so from before the change until after it
+// nothing is served from, kept in or shared through the listing. Every
+// answer kept was computed after the change, in its generation.
 type listing struct {
-	flight  singleflight.Group
-	mu      sync.Mutex
-	gen     uint64
-	answers map[listingKey][]byte // `,"result":…}` and a newline
+	flight   singleflight.Group
+	mu       sync.Mutex
+	gen      uint64
+	changing bool
+	answers  map[listingKey][]byte // `,"result":…}` and a newline
 }
 
-// invalidate starts a new generation: call it after every change of the
-// tool set or of the bindings the tool filter reads.
-func (l *listing) invalidate() {
+// beginChange drops the answers kept: call it before every change of the
+// tool set or of the bindings the tool filter reads, and endChange after
+// both.
+func (l *listing) beginChange() {
 	l.mu.Lock()
 	l.gen++
+	l.changing = true
 	clear(l.answers)
 	l.mu.Unlock()
 }
 
-func (l *listing) get(k listingKey) (answer []byte, gen uint64) {
+// endChange starts the generation of the changed tool set.
+func (l *listing) endChange() {
+	l.mu.Lock()
+	l.gen++
+	l.changing = false
+	clear(l.answers)
+	l.mu.Unlock()
+}
+
+// get returns the answer kept for k, and the generation an answer computed
+// now belongs to; keep is false while the tool set changes.
+func (l *listing) get(k listingKey) (answer []byte, gen uint64, keep bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.answers[k], l.gen
+	if l.changing {
+		return nil, l.gen, false
+	}
+	return l.answers[k], l.gen, true
 }
 
 // put keeps answer unless the generation it was computed in is over.
 func (l *listing) put(k listingKey, gen uint64, answer []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if gen != l.gen {
+	if gen != l.gen || l.changing {
 		return
 	}
 	if l.answers == nil || len(l.answers) >= maxListings {
@@ -122,7 +145,11 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 			return
 		}
 		key := listingKey{view: viewOf(r.Context()), version: version}
-		answer, gen := f.listing.get(key)
+		answer, gen, keep := f.listing.get(key)
+		if !keep {
+			st.ServeHTTP(w, r) // the tool set is changing
+			return
+		}
 		if answer == nil {
 			// One computation for the callers of a view that all list at
 			// once (after a list_changed, say).

@@ -292,12 +292,27 @@ func TestToolsListCacheFollowsChanges(t *testing.T) {
 	if got := list(); len(got) != 0 {
 		t.Fatalf("before any start: %v listed", got)
 	}
+	// A client that lists the moment it is sent list_changed, before
+	// SetTools has returned, gets the new tools.
+	eager := &eagerSession{id: "eager", ch: make(chan mcp.JSONRPCNotification, 100),
+		list: func() []string { return listedNames(t, modernList("", "2").send(gw).Body.Bytes()) }}
+	if err := h.srv.RegisterSession(t.Context(), eager); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.srv.UnregisterSession(context.Background(), eager.id) })
 	base := changes()
 	h.ok(t, "hangar_start", map[string]any{"mcp_server": "a"})
+	eager.reset()
 	h.refresh(t)
 	waitFor(t, "list_changed", func() bool { return changes() == base+1 })
-	if n := fd.CachedListings(); n != 0 {
-		t.Errorf("%d answers of the old tool set still cached", n)
+	seen := eager.seen()
+	if len(seen) == 0 {
+		t.Fatal("no list on list_changed")
+	}
+	for _, got := range seen {
+		if !slices.Equal(got, prefixed("a", providerTools...)) {
+			t.Errorf("listed on list_changed: %v", got)
+		}
 	}
 	if got := list(); !slices.Equal(got, prefixed("a", providerTools...)) {
 		t.Fatalf("after a started: %v listed", got)
@@ -330,4 +345,40 @@ func TestToolsListCacheFollowsChanges(t *testing.T) {
 	if n := changes(); n != base+2 {
 		t.Errorf("%d list_changed, want 2", n-base)
 	}
+}
+
+// eagerSession is a client that lists the tools whenever it is sent a
+// notification: mcp-go asks a session for its channel inside SetTools,
+// after the tool set changed and before SetTools returns.
+type eagerSession struct {
+	id   string
+	ch   chan mcp.JSONRPCNotification
+	list func() []string
+
+	mu    sync.Mutex
+	lists [][]string
+}
+
+func (s *eagerSession) Initialize()       {}
+func (s *eagerSession) Initialized() bool { return true }
+func (s *eagerSession) SessionID() string { return s.id }
+
+func (s *eagerSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	got := s.list()
+	s.mu.Lock()
+	s.lists = append(s.lists, got)
+	s.mu.Unlock()
+	return s.ch
+}
+
+func (s *eagerSession) reset() {
+	s.mu.Lock()
+	s.lists = nil
+	s.mu.Unlock()
+}
+
+func (s *eagerSession) seen() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.lists)
 }

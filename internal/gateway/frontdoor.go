@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -244,15 +245,13 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	f.mu.RLock()
 	mine := f.bindings
 	f.mu.RUnlock()
-	others := map[string]server.ServerTool{}
-	if f.srv != nil {
-		for name, st := range f.srv.ListTools() {
-			if _, ok := mine[name]; !ok {
-				others[name] = *st
-			}
-		}
-	}
-	names := callableNames(reqs, func(n string) bool { _, ok := others[n]; return ok })
+	// A name the server lists that is not the front door's (a hangar_*
+	// tool) is not free. Looked up one by one: copying the whole tool set
+	// every tick was a fifth of a refresh that changes nothing.
+	names := callableNames(reqs, func(n string) bool {
+		_, bound := mine[n]
+		return !bound && f.srv != nil && f.srv.GetTool(n) != nil
+	})
 
 	bindings := make(map[string]*binding, len(reqs))
 	byServer := map[string][]*binding{}
@@ -295,9 +294,11 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 		return prefetch
 	}
 	f.sig = sig.String()
-	all := make([]server.ServerTool, 0, len(others)+len(bindings))
-	for _, st := range others {
-		all = append(all, st)
+	all := make([]server.ServerTool, 0, len(bindings)+32)
+	for name, st := range f.srv.ListTools() {
+		if _, bound := mine[name]; !bound {
+			all = append(all, *st)
+		}
 	}
 	for _, n := range callables {
 		b := bindings[n]
@@ -319,8 +320,12 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bool) {
 	img := imageOf(sv.Spec)
 	if len(sv.Tools) > 0 {
+		cur, known := f.cache[sv.ID]
+		if known && cur.Image == img && slices.EqualFunc(cur.Tools, sv.Tools, sameTool) {
+			return cur, true // unchanged: no need to hash it again
+		}
 		v := catalogVersion(sv.Tools)
-		if cur, ok := f.cache[sv.ID]; ok && cur.Version == v && cur.Image == img {
+		if known && cur.Version == v && cur.Image == img {
 			return cur, true
 		}
 		c := toolCatalog{Version: v, Image: img, Tools: sv.Tools}
@@ -357,6 +362,22 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bo
 		f.extrasSaved[sv.ID] = c.Version + "\x00" + extrasHash(*x)
 	}
 	return c, true
+}
+
+// toolFields are mcpconn.Tool's fields: the conversion below stops the
+// build when one is added that sameTool does not compare.
+type toolFields struct {
+	Name, Title, Description                            string
+	InputSchema, OutputSchema, Annotations, Meta, Icons json.RawMessage
+}
+
+var _ = toolFields(mcpconn.Tool{})
+
+// sameTool reports whether a and b are the same definition, byte for byte.
+func sameTool(a, b mcpconn.Tool) bool {
+	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		bytes.Equal(a.Annotations, b.Annotations) && bytes.Equal(a.Meta, b.Meta) && bytes.Equal(a.Icons, b.Icons)
 }
 
 // toMCPTool lists a provider tool under its callable name, with its

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -25,7 +29,11 @@ type ToolsListResult struct {
 	Providers, Declared int
 	Listed              int // tools in one tools/list answer
 	ProviderTools       int // of them, named <server>__<tool>
-	List, Health        PathResult
+	// List is a plain HTTP client that reads the answer and keeps the
+	// tools as JSON, as a gateway or proxy does; Typed is mcp-go's
+	// ListTools, whose transport decodes the answer from the socket as it
+	// arrives and then every schema into Go types: the client's own cost.
+	List, Typed, Health PathResult
 }
 
 // toolsListYAML declares listToolsPer tools with a small schema on each
@@ -85,7 +93,7 @@ func (b *Bench) ToolsList(ctx context.Context) (*ToolsListResult, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	list := func(ctx context.Context, _ int) error {
+	typed := func(ctx context.Context, _ int) error {
 		lctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		r, err := c.ListTools(lctx, mcp.ListToolsRequest{})
@@ -97,8 +105,34 @@ func (b *Bench) ToolsList(ctx context.Context) (*ToolsListResult, error) {
 		}
 		return nil
 	}
+	// The raw answer is checked once for its tools, then by its size
+	// (its envelope is parsed every time).
+	hc := ownHTTPClient()
+	first, err := rawToolsList(ctx, hc, g.MCPURL)
+	if err != nil {
+		return nil, err
+	}
+	var tools struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(first, &tools); err != nil || len(tools.Tools) != res.Listed {
+		return nil, fmt.Errorf("raw tools/list: %d tools (%v), typed ListTools had %d", len(tools.Tools), err, res.Listed)
+	}
+	list := func(ctx context.Context, _ int) error {
+		lctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		r, err := rawToolsList(lctx, hc, g.MCPURL)
+		if err != nil {
+			return err
+		}
+		if len(r) != len(first) {
+			return fmt.Errorf("tools/list: a %d-byte answer, the first had %d", len(r), len(first))
+		}
+		return nil
+	}
 	paths := []path{
 		{workers: []callFn{list}, cpu: g.CPU},
+		{workers: []callFn{typed}, cpu: g.CPU},
 		{workers: []callFn{gatewayTool(c, "hangar_health")}, cpu: g.CPU},
 	}
 	if _, err := interleave(ctx, 1, b.n(50, 10), paths); err != nil { // warm-up
@@ -109,8 +143,53 @@ func (b *Bench) ToolsList(ctx context.Context) (*ToolsListResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.List, res.Health = r[0], r[1]
+	res.List, res.Typed, res.Health = r[0], r[1], r[2]
 	return res, nil
+}
+
+// rawToolsList posts tools/list as mcp-go's client does on the stateless
+// protocol (the same headers and _meta) and returns the result as JSON.
+// It reads the answer whole before parsing it: mcp-go's transport decodes
+// it from the socket as it arrives, which for a 290 kB answer makes it a
+// slow reader that costs both sides several times the list itself.
+func rawToolsList(ctx context.Context, hc *http.Client, url string) (json.RawMessage, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": 1, "method": mcp.MethodToolsList,
+		"params": map[string]any{"_meta": map[string]any{
+			mcp.MetaKeyProtocolVersion:    mcp.LATEST_PROTOCOL_VERSION,
+			mcp.MetaKeyClientCapabilities: map[string]any{},
+			mcp.MetaKeyClientInfo:         mcp.Implementation{Name: "hangar-bench", Version: "0"},
+		}}})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.LATEST_PROTOCOL_VERSION)
+	req.Header.Set(mcp.HeaderMethod, string(mcp.MethodToolsList))
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var msg struct {
+		Result json.RawMessage          `json:"result"`
+		Error  *mcp.JSONRPCErrorDetails `json:"error"`
+	}
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return nil, fmt.Errorf("tools/list: HTTP %d: %w", resp.StatusCode, err)
+	}
+	if msg.Error != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("tools/list: HTTP %d: %+v", resp.StatusCode, msg.Error)
+	}
+	return msg.Result, nil
 }
 
 func (r *Report) figure9(b *strings.Builder) {
@@ -125,13 +204,17 @@ func (r *Report) figure9(b *strings.Builder) {
 	}
 	head := append(append([]string{}, latencyHead...), "Gateway CPU per call")
 	t := &table{head: head}
-	t.add(append(latencyRow(fmt.Sprintf("tools/list (%d tools listed, %d of them provider tools)", x.Listed, x.ProviderTools), x.List.Lat, "hangar_health round trip", x.Health.Lat,
+	t.add(append(latencyRow(fmt.Sprintf("tools/list (%d tools listed, %d of them provider tools), read whole and kept as JSON", x.Listed, x.ProviderTools), x.List.Lat, "hangar_health round trip", x.Health.Lat,
 		x.target()), FormatDuration(x.List.CPUPerCall))...)
+	t.add(append(latencyRow("the same with mcp-go's ListTools (typed decode)", x.Typed.Lat, "hangar_health round trip", x.Health.Lat, "—"), FormatDuration(x.Typed.CPUPerCall))...)
 	t.add(append(latencyRow("hangar_health (the baseline)", x.Health.Lat, "—", Summary{}, "—"), FormatDuration(x.Health.CPUPerCall))...)
 	b.WriteString(t.String())
 	fmt.Fprintf(b, "\n%d docker providers each declare %d tools in the config (`tools:` with name, description and inputSchema), so the gateway knows %d tools without starting anything. "+
-		"The front door lists them as `<server>__<tool>` beside the gateway's own tools; the figure is taken once all are listed.\n\n",
-		x.Providers, listToolsPer, x.Declared)
+		"The front door lists them as `<server>__<tool>` beside the gateway's own tools; the figure is taken once all are listed. "+
+		"The first row is a plain HTTP client with mcp-go's headers and `_meta` that reads the answer whole and keeps the tools as JSON, as a relaying client does; "+
+		"the second is mcp-go's ListTools on its own connection, whose transport decodes the answer from the socket as it arrives (a slow reader, which also costs the gateway CPU) "+
+		"and then every schema into Go types: %s more at the median, all of it on the client.\n\n",
+		x.Providers, listToolsPer, x.Declared, FormatDuration(max(x.Typed.Lat.P50-x.List.Lat.P50, 0)))
 }
 
 func (x *ToolsListResult) target() string {

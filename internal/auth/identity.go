@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -70,6 +71,29 @@ func (id Identity) MayReach(server string) bool {
 		return false
 	}
 	return id.servers.Allowed(server)
+}
+
+// ViewKey is equal for identities that Has and MayReach answer alike:
+// what a caller may see of a listing filtered by scope and server depends
+// on nothing else, so answers computed for one such caller can be kept
+// for the others.
+func (id Identity) ViewKey() string {
+	// Quoted elements: no scope or pattern can pass for two.
+	b := []byte("scopes")
+	for _, s := range slices.Compact(slices.Sorted(slices.Values(id.Scopes))) {
+		b = strconv.AppendQuote(append(b, ' '), s)
+	}
+	switch {
+	case len(id.Servers) == 0:
+	case id.servers == nil:
+		b = append(b, " no servers"...) // built without NewIdentity: MayReach refuses all
+	default:
+		b = append(b, " servers"...)
+		for _, s := range id.Servers {
+			b = strconv.AppendQuote(append(b, ' '), s)
+		}
+	}
+	return string(b)
 }
 
 type ctxKey struct{}

@@ -50,3 +50,33 @@ func TestScopes(t *testing.T) {
 		t.Error("a zero or uncompiled identity may do something")
 	}
 }
+
+// TestViewKey: identities get the same key exactly when Has and MayReach
+// answer alike for them.
+func TestViewKey(t *testing.T) {
+	t.Parallel()
+	base := NewIdentity("a", KindToken, []string{ScopeRead, ScopeCall}, []string{"math", "fs-*"})
+	tests := []struct {
+		name string
+		id   Identity
+		same bool
+	}{
+		{"another name and kind", NewIdentity("b", KindJWT, []string{ScopeRead, ScopeCall}, []string{"math", "fs-*"}), true},
+		{"scopes in another order, repeated", NewIdentity("a", KindToken, []string{ScopeCall, ScopeRead, ScopeCall}, []string{"math", "fs-*"}), true},
+		{"one scope more", NewIdentity("a", KindToken, []string{ScopeRead, ScopeCall, ScopeAdmin}, []string{"math", "fs-*"}), false},
+		{"one scope less", NewIdentity("a", KindToken, []string{ScopeRead}, []string{"math", "fs-*"}), false},
+		{"other servers", NewIdentity("a", KindToken, []string{ScopeRead, ScopeCall}, []string{"math"}), false},
+		{"every server", NewIdentity("a", KindToken, []string{ScopeRead, ScopeCall}, nil), false},
+		{"servers not compiled", Identity{Scopes: []string{ScopeRead, ScopeCall}, Servers: []string{"math", "fs-*"}}, false},
+		{"a scope that looks like two", NewIdentity("a", KindToken, []string{ScopeCall + "\" \"" + ScopeRead}, []string{"math", "fs-*"}), false},
+		{"a server pattern that looks like two", NewIdentity("a", KindToken, []string{ScopeRead, ScopeCall}, []string{"math\" \"fs-*"}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if same := tt.id.ViewKey() == base.ViewKey(); same != tt.same {
+				t.Errorf("same key = %v, want %v (%q vs %q)", same, tt.same, tt.id.ViewKey(), base.ViewKey())
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -87,6 +88,7 @@ type FrontDoor struct {
 	looked    map[string]bool        // server+image whose stored catalog was read
 	tried     map[string]bool        // server+image a prefetch was tried for
 	sig       string                 // what is listed now, to skip no-op changes
+	listing   listing                // tools/list answers of what is listed now
 
 	mu       sync.RWMutex
 	bindings map[string]*binding   // by callable name
@@ -152,7 +154,9 @@ func (f *FrontDoor) ServerOptions() []server.ServerOption {
 // Attach sets the MCP server whose tool list the front door maintains.
 func (f *FrontDoor) Attach(s *server.MCPServer) {
 	f.refreshMu.Lock()
+	f.listing.beginChange()
 	f.srv = s
+	f.listing.endChange()
 	f.refreshMu.Unlock()
 	f.mcp.Store(s)
 }
@@ -254,15 +258,13 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	f.mu.RLock()
 	mine := f.bindings
 	f.mu.RUnlock()
-	others := map[string]server.ServerTool{}
-	if f.srv != nil {
-		for name, st := range f.srv.ListTools() {
-			if _, ok := mine[name]; !ok {
-				others[name] = *st
-			}
-		}
-	}
-	names := callableNames(reqs, func(n string) bool { _, ok := others[n]; return ok })
+	// A name the server lists that is not the front door's (a hangar_*
+	// tool) is not free. Looked up one by one: copying the whole tool set
+	// every tick was a fifth of a refresh that changes nothing.
+	names := callableNames(reqs, func(n string) bool {
+		_, bound := mine[n]
+		return !bound && f.srv != nil && f.srv.GetTool(n) != nil
+	})
 
 	bindings := make(map[string]*binding, len(reqs))
 	byServer := map[string][]*binding{}
@@ -290,17 +292,26 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 		sort.Slice(l, func(i, j int) bool { return l[i].Callable < l[j].Callable })
 	}
 
+	change := sig.String() != f.sig && f.srv != nil
+	if change {
+		// No tools/list answer is kept from here until the listed tools
+		// and the bindings the filter reads have both changed.
+		f.listing.beginChange()
+		defer f.listing.endChange()
+	}
 	f.mu.Lock()
 	f.bindings, f.byServer, f.versions, f.hidden = bindings, byServer, versions, hidden
 	f.mu.Unlock()
 
-	if sig.String() == f.sig || f.srv == nil {
+	if !change {
 		return prefetch
 	}
 	f.sig = sig.String()
-	all := make([]server.ServerTool, 0, len(others)+len(bindings))
-	for _, st := range others {
-		all = append(all, st)
+	all := make([]server.ServerTool, 0, len(bindings)+32)
+	for name, st := range f.srv.ListTools() {
+		if _, bound := mine[name]; !bound {
+			all = append(all, *st)
+		}
 	}
 	for _, n := range callables {
 		b := bindings[n]
@@ -322,8 +333,12 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bool) {
 	img := imageOf(sv.Spec)
 	if len(sv.Tools) > 0 {
+		cur, known := f.cache[sv.ID]
+		if known && cur.Image == img && slices.EqualFunc(cur.Tools, sv.Tools, sameTool) {
+			return cur, true // unchanged: no need to hash it again
+		}
 		v := catalogVersion(sv.Tools)
-		if cur, ok := f.cache[sv.ID]; ok && cur.Version == v && cur.Image == img {
+		if known && cur.Version == v && cur.Image == img {
 			return cur, true
 		}
 		c := toolCatalog{Version: v, Image: img, Tools: sv.Tools}
@@ -360,6 +375,22 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bo
 		f.extrasSaved[sv.ID] = c.Version + "\x00" + extrasHash(*x)
 	}
 	return c, true
+}
+
+// toolFields are mcpconn.Tool's fields: the conversion below stops the
+// build when one is added that sameTool does not compare.
+type toolFields struct {
+	Name, Title, Description                            string
+	InputSchema, OutputSchema, Annotations, Meta, Icons json.RawMessage
+}
+
+var _ = toolFields(mcpconn.Tool{})
+
+// sameTool reports whether a and b are the same definition, byte for byte.
+func sameTool(a, b mcpconn.Tool) bool {
+	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		bytes.Equal(a.Annotations, b.Annotations) && bytes.Equal(a.Meta, b.Meta) && bytes.Equal(a.Icons, b.Icons)
 }
 
 // toMCPTool lists a provider tool under its callable name, with its

@@ -717,3 +717,29 @@ func TestFrontDoorBindingsAndPolicy(t *testing.T) {
 		t.Errorf("a server that is not implicit is bound: %+v", bs)
 	}
 }
+
+// TestFrontDoorKeepsGatewayToolNames: a provider tool named like one of the
+// gateway's own is listed under a suffixed name, refresh after refresh; the
+// gateway's tool keeps its name.
+func TestFrontDoorKeepsGatewayToolNames(t *testing.T) {
+	t.Parallel()
+	x := server("x")
+	x.Tools.Predefined = []config.ToolDef{{Name: "hangar_list", Description: "shadow", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	h := newFrontDoor(t, nil, nil, func(c *config.Config) { c.FrontDoor.Naming = config.NamingFlat }, x)
+	for range 2 {
+		h.refresh(t)
+		tools := toolList(t, t.Context(), h.srv)
+		if d := string(tools["hangar_list"]["description"]); strings.Contains(d, "shadow") {
+			t.Fatalf("hangar_list is the provider's: %s", d)
+		}
+		var suffixed []string
+		for n, tl := range tools {
+			if strings.HasPrefix(n, "hangar_list_") && string(tl["description"]) == `"shadow"` {
+				suffixed = append(suffixed, n)
+			}
+		}
+		if len(suffixed) != 1 || len(suffixed[0]) != len("hangar_list_")+6 {
+			t.Fatalf("the provider's hangar_list is listed as %v", suffixed)
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+)
+
+// tools/list from pre-encoded bytes.
+//
+// mcp-go builds every tools/list answer from scratch: it copies and sorts
+// the whole tool set, runs the tool filters over it and marshals each tool
+// through a map (Tool.MarshalJSON), then compacts the result again. With
+// 1,000 front-door tools that is milliseconds of CPU per list, for an
+// answer that only changes when the front door replaces the tool set and
+// differs between callers only by what the tool filters let them see.
+//
+// So the answer is computed by mcp-go itself (HandleMessage with the
+// caller's identity, so the same filters run) once per tool generation,
+// caller view and protocol version, kept as bytes, and served with the
+// request's id to every request mcp-go would answer exactly so. Anything
+// else goes to mcp-go as before.
+//
+// Only the stateless protocol (2026-07-28 and later) is served here. With
+// the session-based versions mcp-go's answer is not a function of the
+// request: once a session has been sent any notification, mcp-go frames all
+// its later answers as SSE, and notifications waiting in the session are
+// flushed into the answer first; neither is visible from outside mcp-go.
+//
+// What observes every request inside mcp-go does not see the answers served
+// here: hooks are checked on each request (any tools/list or catch-all hook
+// sends it to mcp-go), and the gateway configures no tracer or request
+// logger on its MCP server.
+
+// maxListings bounds the answers kept: one per caller view (the scopes and
+// server filters of the tokens and JWTs in use) and protocol version.
+const maxListings = 32
+
+type listingKey struct{ view, version string }
+
+// listing holds the encoded tools/list answers of the current tool
+// generation.
+//
+// A change of the tool set is bracketed by beginChange and endChange: mcp-go
+// sends list_changed from inside SetTools, and a client may list again
+// before SetTools returns, so from before the change until after it
+// nothing is served from, kept in or shared through the listing. Every
+// answer kept was computed after the change, in its generation.
+type listing struct {
+	flight   singleflight.Group
+	mu       sync.Mutex
+	gen      uint64
+	changing bool
+	answers  map[listingKey][]byte // `,"result":…}` and a newline
+}
+
+// beginChange drops the answers kept: call it before every change of the
+// tool set or of the bindings the tool filter reads, and endChange after
+// both.
+func (l *listing) beginChange() {
+	l.mu.Lock()
+	l.gen++
+	l.changing = true
+	clear(l.answers)
+	l.mu.Unlock()
+}
+
+// endChange starts the generation of the changed tool set.
+func (l *listing) endChange() {
+	l.mu.Lock()
+	l.gen++
+	l.changing = false
+	clear(l.answers)
+	l.mu.Unlock()
+}
+
+// get returns the answer kept for k, and the generation an answer computed
+// now belongs to; keep is false while the tool set changes.
+func (l *listing) get(k listingKey) (answer []byte, gen uint64, keep bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changing {
+		return nil, l.gen, false
+	}
+	return l.answers[k], l.gen, true
+}
+
+// put keeps answer unless the generation it was computed in is over.
+func (l *listing) put(k listingKey, gen uint64, answer []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen || l.changing {
+		return
+	}
+	if l.answers == nil || len(l.answers) >= maxListings {
+		l.answers = map[listingKey][]byte{}
+	}
+	l.answers[k] = answer
+}
+
+func (l *listing) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.answers)
+}
+
+// CachedListings is the number of tools/list answers kept for the current
+// tool set.
+func (f *FrontDoor) CachedListings() int { return f.listing.size() }
+
+// toolsListHandler is st, with tools/list of the front door served from
+// the listing (see the top of this file for when).
+func (g *Gateway) toolsListHandler(s *server.MCPServer, st *server.StreamableHTTPServer) http.Handler {
+	if g.FrontDoor == nil {
+		return st
+	}
+	return g.FrontDoor.servingToolsList(s, st)
+}
+
+// servingToolsList answers plain stateless tools/list requests from the
+// listing and passes everything else to st, the streamable server of s.
+func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableHTTPServer) http.Handler {
+	f.refreshMu.Lock()
+	mine := f.srv == s
+	f.refreshMu.Unlock()
+	if !mine {
+		return st // not the server whose tools the front door keeps
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		version, id, ok := plainToolsList(r, s, st)
+		if !ok {
+			st.ServeHTTP(w, r)
+			return
+		}
+		key := listingKey{view: viewOf(r.Context()), version: version}
+		answer, gen, keep := f.listing.get(key)
+		if !keep {
+			st.ServeHTTP(w, r) // the tool set is changing
+			return
+		}
+		if answer == nil {
+			// One computation for the callers of a view that all list at
+			// once (after a list_changed, say).
+			v, _, _ := f.listing.flight.Do(strconv.FormatUint(gen, 10)+"\x00"+key.version+"\x00"+key.view, func() (any, error) {
+				answer, ok := encodeToolsList(r.Context(), s, version)
+				if ok {
+					f.listing.put(key, gen, answer)
+				}
+				return answer, nil
+			})
+			if answer, _ = v.([]byte); answer == nil {
+				st.ServeHTTP(w, r)
+				return
+			}
+		}
+		// What mcp-go writes for a JSON answer: json.Encoder's output of
+		// the response, whose fields come in this order.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		head := make([]byte, 0, 32+len(id))
+		head = append(append(head, `{"jsonrpc":"2.0","id":`...), id...)
+		if _, err := w.Write(head); err == nil {
+			_, _ = w.Write(answer)
+		}
+	})
+}
+
+// viewOf is the caller's view of the tool set: the tool filters
+// (visibleTools, FrontDoor.filter) read the identity's scopes and server
+// filter and nothing else.
+func viewOf(ctx context.Context) string {
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		return "" // no identity: both filters pass everything
+	}
+	return "id\x00" + id.ViewKey()
+}
+
+// plainToolsList reports whether mcp-go would answer r with the plain
+// tools/list answer of its protocol version, and returns that version and
+// the request id as mcp-go writes it back. Each check below is one mcp-go
+// makes before it lists; a request failing any is mcp-go's to answer.
+func plainToolsList(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer) (version string, id []byte, ok bool) {
+	env, posted := RequestEnvelope(r.Context())
+	if !posted || r.Method != http.MethodPost || env.Kind != KindRequest || env.Method != string(mcp.MethodToolsList) {
+		return "", nil, false
+	}
+	version = r.Header.Get(mcp.HeaderProtocolVersion)
+	if !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) || !st.SupportsProtocolVersion(version) ||
+		r.Header.Get(mcp.HeaderLastEventID) != "" || rebinding(r) || listHooked(s.GetHooks()) {
+		return "", nil, false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return "", nil, false
+	}
+	body, read := bytesOf(r)
+	if !read {
+		return "", nil, false
+	}
+	var msg struct {
+		ID     any             `json:"id"`
+		Result any             `json:"result"` // a request with a result is taken for a response
+		Params json.RawMessage `json:"params"`
+	}
+	var req mcp.ListToolsRequest
+	if json.Unmarshal(body, &msg) != nil || msg.Result != nil || json.Unmarshal(body, &req) != nil {
+		return "", nil, false
+	}
+	meta := req.Params.Meta
+	if req.Params.Cursor != "" || meta.ProtocolVersion() != version || meta.ClientCapabilities() == nil ||
+		mcp.ValidateStandardHeaders(r.Header.Get, version, mcp.MethodToolsList, msg.Params) != nil {
+		return "", nil, false
+	}
+	// mcp-go decodes the id into an interface and marshals it back (1.0
+	// comes back as 1).
+	id, err := json.Marshal(msg.ID)
+	if err != nil {
+		return "", nil, false
+	}
+	return version, id, true
+}
+
+// encodeToolsList asks mcp-go for the tools/list answer of version as the
+// caller in ctx sees it, and returns what follows the id in the response.
+func encodeToolsList(ctx context.Context, s *server.MCPServer, version string) ([]byte, bool) {
+	msg := `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{` +
+		`"` + mcp.MetaKeyProtocolVersion + `":"` + version + `","` + mcp.MetaKeyClientCapabilities + `":{}}}}`
+	resp, ok := s.HandleMessage(ctx, json.RawMessage(msg)).(mcp.JSONRPCResponse)
+	if !ok {
+		return nil, false
+	}
+	result, err := json.Marshal(resp.Result)
+	if err != nil {
+		return nil, false
+	}
+	return append(append([]byte(`,"result":`), result...), "}\n"...), true
+}
+
+// listHooked reports whether hooks would see a tools/list: then mcp-go
+// must serve it.
+func listHooked(h *server.Hooks) bool {
+	return h != nil && (len(h.OnBeforeAny) > 0 || len(h.OnSuccess) > 0 || len(h.OnError) > 0 ||
+		len(h.OnRequestInitialization) > 0 || len(h.OnBeforeListTools) > 0 || len(h.OnAfterListTools) > 0)
+}
+
+// rebinding reports whether mcp-go's DNS-rebinding protection refuses r: a
+// request to a loopback listener naming another host.
+func rebinding(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && loopbackHost(local.String()) && !loopbackHost(r.Host)
+}
+
+func loopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

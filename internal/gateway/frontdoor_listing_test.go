@@ -1,0 +1,384 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/gateway"
+)
+
+// listingGateway is a front door with tokens, served twice: by the
+// gateway's HTTP endpoint (gw) and by a bare mcp-go streamable server over
+// the same MCP server behind the same authentication (ref), which is what
+// mcp-go itself answers.
+type listingGateway struct {
+	*fdHarness
+	gw, ref http.Handler
+}
+
+func newListingGateway(t *testing.T) *listingGateway {
+	t.Helper()
+	var servers []*config.Server
+	for _, id := range []string{"alpha", "beta", "secret"} {
+		s := server(id)
+		s.Tools.Predefined = []config.ToolDef{
+			// HTML and U+2028 are escaped by mcp-go's encoder; so must they be here.
+			{Name: "sum", Description: "adds a & b <fast>", InputSchema: json.RawMessage(`{"type": "object", "properties": {"a": {"type": "number"}}}`)},
+			{Name: "echo", Description: "says \u2028 it again", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		}
+		servers = append(servers, s)
+	}
+	var cfg *config.Config
+	h := newFrontDoor(t, nil, nil, func(c *config.Config) {
+		c.Auth.Tokens = []config.Token{
+			tok("admin", adminTok, auth.AllScopes),
+			tok("caller", callTok, []string{auth.ScopeRead, auth.ScopeCall}, "alpha", "be*"),
+			tok("reader", readTok, []string{auth.ScopeRead}),
+		}
+		cfg = c
+	}, servers...)
+	h.refresh(t)
+	ah := &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), cfg.Auth, auth.Options{}), Log: quiet}
+	ref := mcpserver.NewStreamableHTTPServer(h.srv, mcpserver.WithEndpointPath("/mcp"))
+	return &listingGateway{fdHarness: h, gw: h.g.HTTP(h.srv, gateway.HTTPOptions{Auth: ah}).Handler, ref: ah.Middleware(ref)}
+}
+
+// listReq is a tools/list request; edit changes it before it is sent.
+type listReq struct {
+	token, version, id, params string
+	header                     http.Header
+	ctx                        func(context.Context) context.Context
+	host                       string
+}
+
+func modernList(token, id string) listReq {
+	v := mcp.LATEST_PROTOCOL_VERSION
+	return listReq{token: token, version: v, id: id,
+		params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}`,
+		header: http.Header{"Mcp-Method": {"tools/list"}}}
+}
+
+func (q listReq) send(h http.Handler) *httptest.ResponseRecorder {
+	body := `{"jsonrpc":"2.0","id":` + q.id + `,"method":"tools/list","params":` + q.params + `}`
+	if q.params == "" {
+		body = `{"jsonrpc":"2.0","id":` + q.id + `,"method":"tools/list"}`
+	}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	r.RemoteAddr = "127.0.0.1:50000"
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if q.version != "" {
+		r.Header.Set("MCP-Protocol-Version", q.version)
+	}
+	if q.token != "" {
+		r.Header.Set("Authorization", "Bearer "+q.token)
+	}
+	for k, v := range q.header {
+		r.Header[k] = v
+	}
+	if q.host != "" {
+		r.Host = q.host
+	}
+	if q.ctx != nil {
+		r = r.WithContext(q.ctx(r.Context()))
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// sameAnswer fails unless gw answered q exactly as mcp-go does: status,
+// headers and body, byte for byte.
+func (l *listingGateway) sameAnswer(t *testing.T, q listReq) []byte {
+	t.Helper()
+	got, want := q.send(l.gw), q.send(l.ref)
+	if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+		t.Fatalf("gateway answered %d %.400s\nmcp-go answered %d %.400s", got.Code, got.Body, want.Code, want.Body)
+	}
+	if !equalHeaders(got.Header(), want.Header()) {
+		t.Fatalf("gateway headers %v, mcp-go's %v", got.Header(), want.Header())
+	}
+	return got.Body.Bytes()
+}
+
+func equalHeaders(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// listedNames are the tool names of a JSON tools/list answer.
+func listedNames(t *testing.T, body []byte) []string {
+	t.Helper()
+	var resp struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatalf("%v: %.300s", err, body)
+	}
+	var out []string
+	for _, tl := range resp.Result.Tools {
+		if strings.Contains(tl.Name, "__") {
+			out = append(out, tl.Name)
+		}
+	}
+	return out
+}
+
+// TestToolsListCacheMatchesMCPGo: the front door's tools/list answer on
+// the stateless protocol is byte for byte what mcp-go answers, for every
+// caller view (all scopes, a server filter, read only) and request id
+// form, cached or not; requests mcp-go answers otherwise (a cursor, bad
+// headers, a refused host, the session-based protocol) are left to it and
+// cache nothing.
+func TestToolsListCacheMatchesMCPGo(t *testing.T) {
+	t.Parallel()
+	l := newListingGateway(t)
+	fd := l.g.FrontDoor
+
+	edit := func(q listReq, f func(*listReq)) listReq { f(&q); return q }
+	admin := modernList(adminTok, "1")
+	legacyMeta := strings.Replace(admin.params, mcp.LATEST_PROTOCOL_VERSION, mcp.LATEST_LEGACY_PROTOCOL_VERSION, 1)
+	loopback := func(ctx context.Context) context.Context {
+		return context.WithValue(ctx, http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80})
+	}
+	for name, q := range map[string]listReq{
+		"cursor": edit(admin, func(q *listReq) {
+			q.params = strings.Replace(q.params, `{"_meta"`, `{"cursor":"YWxwaGFfX3N1bQ==","_meta"`, 1)
+		}),
+		"bad cursor":       edit(admin, func(q *listReq) { q.params = strings.Replace(q.params, `{"_meta"`, `{"cursor":"!!","_meta"`, 1) }),
+		"no Mcp-Method":    edit(admin, func(q *listReq) { q.header = nil }),
+		"wrong Mcp-Method": edit(admin, func(q *listReq) { q.header = http.Header{"Mcp-Method": {"tools/call"}} }),
+		"header is legacy": edit(admin, func(q *listReq) { q.version = mcp.LATEST_LEGACY_PROTOCOL_VERSION }),
+		"meta is legacy":   edit(admin, func(q *listReq) { q.params = legacyMeta }),
+		"no meta":          edit(admin, func(q *listReq) { q.params = "" }),
+		"unknown version": edit(admin, func(q *listReq) {
+			q.version = "2099-01-01"
+			q.params = strings.ReplaceAll(q.params, mcp.LATEST_PROTOCOL_VERSION, "2099-01-01")
+		}),
+		"no capabilities": edit(admin, func(q *listReq) {
+			q.params = strings.Replace(q.params, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1)
+		}),
+		"Last-Event-ID":     edit(admin, func(q *listReq) { q.header = http.Header{"Mcp-Method": {"tools/list"}, "Last-Event-Id": {"1"}} }),
+		"text content type": edit(admin, func(q *listReq) { q.header = http.Header{"Mcp-Method": {"tools/list"}, "Content-Type": {"text/plain"}} }),
+		"rebinding host":    edit(admin, func(q *listReq) { q.ctx, q.host = loopback, "evil.example" }),
+		"params not object": edit(admin, func(q *listReq) { q.params = `"x"` }),
+		"no token":          edit(admin, func(q *listReq) { q.token = "" }),
+		"meta version number": edit(admin, func(q *listReq) {
+			q.params = strings.Replace(q.params, `"`+mcp.LATEST_PROTOCOL_VERSION+`"`, "20260728", 1)
+		}),
+	} {
+		t.Run(name, func(t *testing.T) { l.sameAnswer(t, q) })
+	}
+	if n := fd.CachedListings(); n != 0 {
+		t.Fatalf("%d answers cached by requests mcp-go had to answer", n)
+	}
+
+	views := map[string]struct {
+		token string
+		want  []string
+	}{
+		"admin":  {adminTok, []string{"alpha__echo", "alpha__sum", "beta__echo", "beta__sum", "secret__echo", "secret__sum"}},
+		"caller": {callTok, []string{"alpha__echo", "alpha__sum", "beta__echo", "beta__sum"}},
+		"reader": {readTok, nil},
+	}
+	for name, v := range views {
+		for _, id := range []string{"7", `"req-<1>"`, "1.0", "12345678901234567890", `"\u0041"`} {
+			q := modernList(v.token, id)
+			first := l.sameAnswer(t, q)
+			if got := listedNames(t, first); !slices.Equal(got, v.want) {
+				t.Errorf("%s lists %v, want %v", name, got, v.want)
+			}
+			if again := l.sameAnswer(t, q); !bytes.Equal(again, first) {
+				t.Errorf("%s: the cached answer differs from the first", name)
+			}
+		}
+	}
+	if n := fd.CachedListings(); n != len(views) {
+		t.Errorf("%d answers cached, want one per view (%d)", n, len(views))
+	}
+}
+
+// TestToolsListLegacyLeftToMCPGo: on the session-based protocol the
+// front door's tools/list is mcp-go's own (see frontdoor_listing.go), with
+// the same per-caller filter.
+func TestToolsListLegacyLeftToMCPGo(t *testing.T) {
+	t.Parallel()
+	l := newListingGateway(t)
+	for _, tc := range []struct {
+		token string
+		want  []string
+	}{
+		{adminTok, []string{"alpha__echo", "alpha__sum", "beta__echo", "beta__sum", "secret__echo", "secret__sum"}},
+		{callTok, []string{"alpha__echo", "alpha__sum", "beta__echo", "beta__sum"}},
+	} {
+		var results [][]byte
+		for _, h := range []http.Handler{l.gw, l.ref} {
+			sid := legacySession(t, h, tc.token)
+			q := listReq{token: tc.token, version: mcp.LATEST_LEGACY_PROTOCOL_VERSION, id: "3", params: "{}",
+				header: http.Header{"Mcp-Session-Id": {sid}}}
+			w := q.send(h)
+			if w.Code != http.StatusOK {
+				t.Fatalf("legacy tools/list: %d %.300s", w.Code, w.Body)
+			}
+			results = append(results, w.Body.Bytes())
+		}
+		if !bytes.Equal(results[0], results[1]) {
+			t.Errorf("gateway answered %.300s\nmcp-go answered %.300s", results[0], results[1])
+		}
+		if got := listedNames(t, results[0]); !slices.Equal(got, tc.want) {
+			t.Errorf("listed %v, want %v", got, tc.want)
+		}
+	}
+	if n := l.g.FrontDoor.CachedListings(); n != 0 {
+		t.Errorf("%d answers cached for the session-based protocol", n)
+	}
+}
+
+// legacySession opens a 2025-11-25 session on h and returns its id.
+func legacySession(t *testing.T, h http.Handler, token string) string {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{`+
+		`"protocolVersion":"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	r.RemoteAddr = "127.0.0.1:50000"
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Authorization", "Bearer "+token)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	sid := w.Header().Get("Mcp-Session-Id")
+	if w.Code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %.300s", w.Code, w.Body)
+	}
+	return sid
+}
+
+// TestToolsListCacheFollowsChanges: a change of the listed tools is
+// served at once (the cached answer of the old set is dropped), with one
+// tools/list_changed as before; a refresh that changes nothing keeps it.
+func TestToolsListCacheFollowsChanges(t *testing.T) {
+	t.Parallel()
+	h := newFrontDoor(t, nil, nil, nil, server("a"), server("b"))
+	h.refresh(t)
+	gw := h.g.HTTP(h.srv, gateway.HTTPOptions{}).Handler
+	ref := mcpserver.NewStreamableHTTPServer(h.srv, mcpserver.WithEndpointPath("/mcp"))
+	l := &listingGateway{fdHarness: h, gw: gw, ref: ref}
+	fd := h.g.FrontDoor
+	changes := func() int { return len(h.notesOf(string(mcp.MethodNotificationToolsListChanged))) }
+	list := func() []string { return listedNames(t, l.sameAnswer(t, modernList("", "1"))) }
+
+	if got := list(); len(got) != 0 {
+		t.Fatalf("before any start: %v listed", got)
+	}
+	// A client that lists the moment it is sent list_changed, before
+	// SetTools has returned, gets the new tools.
+	eager := &eagerSession{id: "eager", ch: make(chan mcp.JSONRPCNotification, 100),
+		list: func() []string { return listedNames(t, modernList("", "2").send(gw).Body.Bytes()) }}
+	if err := h.srv.RegisterSession(t.Context(), eager); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.srv.UnregisterSession(context.Background(), eager.id) })
+	base := changes()
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "a"})
+	eager.reset()
+	h.refresh(t)
+	waitFor(t, "list_changed", func() bool { return changes() == base+1 })
+	seen := eager.seen()
+	if len(seen) == 0 {
+		t.Fatal("no list on list_changed")
+	}
+	for _, got := range seen {
+		if !slices.Equal(got, prefixed("a", providerTools...)) {
+			t.Errorf("listed on list_changed: %v", got)
+		}
+	}
+	if got := list(); !slices.Equal(got, prefixed("a", providerTools...)) {
+		t.Fatalf("after a started: %v listed", got)
+	}
+	h.refresh(t) // nothing changed
+	if n := fd.CachedListings(); n != 1 {
+		t.Errorf("a refresh that changed nothing left %d answers cached, want 1", n)
+	}
+	if p, ok := h.mgr.Remove("a"); ok {
+		_ = p.Retire(t.Context(), "test", false)
+	}
+	h.refresh(t)
+	waitFor(t, "second list_changed", func() bool { return changes() == base+2 })
+	// Callers listing at once after the change all get the new answer.
+	want := modernList("", "1").send(ref).Body.Bytes()
+	var wg sync.WaitGroup
+	answers := make([][]byte, 8)
+	for i := range answers {
+		wg.Go(func() { answers[i] = modernList("", "1").send(gw).Body.Bytes() })
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if !bytes.Equal(a, want) {
+			t.Errorf("concurrent list %d: %.300s, mcp-go answers %.300s", i, a, want)
+		}
+	}
+	if got := listedNames(t, want); len(got) != 0 {
+		t.Errorf("after a was removed: %v listed", got)
+	}
+	if n := changes(); n != base+2 {
+		t.Errorf("%d list_changed, want 2", n-base)
+	}
+}
+
+// eagerSession is a client that lists the tools whenever it is sent a
+// notification: mcp-go asks a session for its channel inside SetTools,
+// after the tool set changed and before SetTools returns.
+type eagerSession struct {
+	id   string
+	ch   chan mcp.JSONRPCNotification
+	list func() []string
+
+	mu    sync.Mutex
+	lists [][]string
+}
+
+func (s *eagerSession) Initialize()       {}
+func (s *eagerSession) Initialized() bool { return true }
+func (s *eagerSession) SessionID() string { return s.id }
+
+func (s *eagerSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	got := s.list()
+	s.mu.Lock()
+	s.lists = append(s.lists, got)
+	s.mu.Unlock()
+	return s.ch
+}
+
+func (s *eagerSession) reset() {
+	s.mu.Lock()
+	s.lists = nil
+	s.mu.Unlock()
+}
+
+func (s *eagerSession) seen() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.lists)
+}

@@ -139,7 +139,7 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 		return st // not the server whose tools the front door keeps
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		version, id, ok := plainToolsList(r, s, st)
+		version, id, ok := plainToolsList(r, s, st, f.listNeutralHooks())
 		if !ok {
 			st.ServeHTTP(w, r)
 			return
@@ -192,14 +192,14 @@ func viewOf(ctx context.Context) string {
 // tools/list answer of its protocol version, and returns that version and
 // the request id as mcp-go writes it back. Each check below is one mcp-go
 // makes before it lists; a request failing any is mcp-go's to answer.
-func plainToolsList(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer) (version string, id []byte, ok bool) {
+func plainToolsList(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks) (version string, id []byte, ok bool) {
 	env, posted := RequestEnvelope(r.Context())
 	if !posted || r.Method != http.MethodPost || env.Kind != KindRequest || env.Method != string(mcp.MethodToolsList) {
 		return "", nil, false
 	}
 	version = r.Header.Get(mcp.HeaderProtocolVersion)
 	if !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) || !st.SupportsProtocolVersion(version) ||
-		r.Header.Get(mcp.HeaderLastEventID) != "" || rebinding(r) || listHooked(s.GetHooks()) {
+		r.Header.Get(mcp.HeaderLastEventID) != "" || rebinding(r) || listHooked(s.GetHooks(), neutral) {
 		return "", nil, false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -248,11 +248,13 @@ func encodeToolsList(ctx context.Context, s *server.MCPServer, version string) (
 	return append(append([]byte(`,"result":`), result...), "}\n"...), true
 }
 
-// listHooked reports whether hooks would see a tools/list: then mcp-go
-// must serve it.
-func listHooked(h *server.Hooks) bool {
-	return h != nil && (len(h.OnBeforeAny) > 0 || len(h.OnSuccess) > 0 || len(h.OnError) > 0 ||
-		len(h.OnRequestInitialization) > 0 || len(h.OnBeforeListTools) > 0 || len(h.OnAfterListTools) > 0)
+// listHooked reports whether hooks other than neutral ones (the gateway's
+// own, which ignore tools/list) would see a tools/list: then mcp-go must
+// serve it.
+func listHooked(h *server.Hooks, neutral server.Hooks) bool {
+	return h != nil && (len(h.OnBeforeAny) > len(neutral.OnBeforeAny) || len(h.OnSuccess) > len(neutral.OnSuccess) ||
+		len(h.OnError) > len(neutral.OnError) || len(h.OnRequestInitialization) > len(neutral.OnRequestInitialization) ||
+		len(h.OnBeforeListTools) > 0 || len(h.OnAfterListTools) > 0)
 }
 
 // rebinding reports whether mcp-go's DNS-rebinding protection refuses r: a

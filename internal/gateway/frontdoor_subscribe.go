@@ -352,6 +352,14 @@ func (f *FrontDoor) onRequest(ctx context.Context, _ any, message any) error {
 	return f.subscribe(ctx, session.SessionID(), m.Params.URI)
 }
 
+// listNeutralHooks are the hooks Hooks adds that see every request but
+// leave a tools/list alone (onRequest returns at once for any method but
+// resources/subscribe and resources/unsubscribe), so the listing cache
+// need not defer to mcp-go for them.
+func (f *FrontDoor) listNeutralHooks() server.Hooks {
+	return server.Hooks{OnRequestInitialization: []server.OnRequestInitializationFunc{f.onRequest}}
+}
+
 // Hooks returns base (nil: none) with the front door's hooks added, as a
 // new value: base is left as it was.
 func (f *FrontDoor) Hooks(base *server.Hooks) *server.Hooks {

@@ -712,11 +712,16 @@ mcp_servers:
 	}
 	// The provider may write its last progress after its result; the
 	// gateway still routes it for a grace period, so wait for it.
-	waitFor(t, 5*time.Second, "three progress notifications", func() bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
 		mu.Lock()
-		defer mu.Unlock()
-		return len(progress) >= 3
-	})
+		n := len(progress)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	mu.Lock()
 	if len(progress) != 3 {
 		t.Errorf("%d progress notifications, want 3: %v", len(progress), progress)

@@ -451,12 +451,15 @@ func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		if srv := server.ServerFromContext(ctx); srv != nil {
 			opts.OnProgress = func(params map[string]any) {
 				if client := clientOf(ctx); client != nil {
-					_ = srv.SendNotificationToClient(client, string(mcp.MethodNotificationProgress), params)
+					if srv.SendNotificationToClient(client, string(mcp.MethodNotificationProgress), params) == nil {
+						progressQueued(client)
+					}
 				}
 			}
 		}
 	}
 	res, err := f.src.Call(mcpconn.WithCallOptions(ctx, opts), b.Server, b.Tool, req.GetRawArguments())
+	awaitProgressWritten(clientOf(ctx))
 	if err != nil {
 		return fail(err)
 	}

@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Progress a front-door call relays is queued to mcp-go, whose forwarder
+// writes it into the call's response stream. mcp-go v1.2.1 can drop one
+// that its forwarder took off the queue just as the response is written
+// (the forwarder then finds the request done). So a call that relayed
+// progress returns only once the response stream holds every notification
+// it queued, or a moment has passed: the writer below counts them.
+
+// progressWriteWait bounds how long a call's result waits for its last
+// progress to be written.
+const progressWriteWait = 100 * time.Millisecond
+
+type progressCountKey struct{}
+
+// progressCount is what a tools/call carrying a progressToken queued and
+// what its response stream holds.
+type progressCount struct {
+	queued, written atomic.Int64
+}
+
+// progressEvent starts an SSE event mcp-go writes for a progress
+// notification (writeSSEEvent: one Write per event).
+var progressEvent = []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"notifications/progress"`)
+
+type progressWriter struct {
+	http.ResponseWriter
+	n *progressCount
+}
+
+func (w progressWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if err == nil && bytes.HasPrefix(p, progressEvent) {
+		w.n.written.Add(1)
+	}
+	return n, err
+}
+
+func (w progressWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countProgress counts the progress written for tools/call requests that
+// carry a progressToken; every other request passes untouched.
+func countProgress(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env, ok := RequestEnvelope(r.Context())
+		if !ok || env.Method != string(mcp.MethodToolsCall) || !bytes.Contains(env.params, []byte(`"progressToken"`)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n := &progressCount{}
+		next.ServeHTTP(progressWriter{w, n}, r.WithContext(context.WithValue(r.Context(), progressCountKey{}, n)))
+	})
+}
+
+// progressQueued records one progress notification queued for the call in
+// ctx.
+func progressQueued(ctx context.Context) {
+	if n, ok := ctx.Value(progressCountKey{}).(*progressCount); ok {
+		n.queued.Add(1)
+	}
+}
+
+// awaitProgressWritten returns once the response stream of the call in ctx
+// holds the progress queued for it, or progressWriteWait has passed.
+func awaitProgressWritten(ctx context.Context) {
+	n, ok := ctx.Value(progressCountKey{}).(*progressCount)
+	if !ok || n.written.Load() >= n.queued.Load() {
+		return
+	}
+	deadline := time.Now().Add(progressWriteWait)
+	for n.written.Load() < n.queued.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(200 * time.Microsecond)
+	}
+}

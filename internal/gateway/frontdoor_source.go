@@ -137,7 +137,9 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	}
 	// Stopped only if nobody else asked for it meanwhile: a warm or a call
 	// that came while the catalog was read keeps it (its idle TTL applies).
-	p.StopIfUnwanted(context.WithoutCancel(ctx), ReasonPrefetched, mark)
+	sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), startTimeout(p))
+	defer cancel()
+	p.StopIfUnwanted(sctx, ReasonPrefetched, mark)
 	return nil
 }
 

@@ -120,13 +120,27 @@ func (p *Provider) Demand() uint64 {
 
 // StopIfUnwanted stops a backend started for one purpose only (a catalog
 // prefetch) unless someone else asked for the provider since mark (a
-// warm, a call: they keep it, and the idle TTL stops it later). The check
-// and the detach happen under one lock, so a call cannot slip in between.
+// warm, a call: they keep it, and the idle TTL stops it later). Work that
+// asked nobody (a health check, a read of its lists) finishes first; if it
+// does not before ctx ends, the provider is left to its idle TTL. Each
+// check and the detach happen under one lock, so a call cannot slip in
+// between.
 func (p *Provider) StopIfUnwanted(ctx context.Context, reason string, mark uint64) bool {
 	p.mu.Lock()
-	if p.inst == nil || p.demand != mark || p.inflight > 0 || p.checking || (p.state != Ready && p.state != Degraded) {
+	for {
+		if p.inst == nil || p.demand != mark || (p.state != Ready && p.state != Degraded) {
+			p.mu.Unlock()
+			return false
+		}
+		if p.inflight == 0 && !p.checking {
+			break
+		}
 		p.mu.Unlock()
-		return false
+		sleep(ctx, 20*time.Millisecond)
+		if ctx.Err() != nil {
+			return false
+		}
+		p.mu.Lock()
 	}
 	inst := p.inst
 	p.inst = nil
@@ -135,7 +149,7 @@ func (p *Provider) StopIfUnwanted(ctx context.Context, reason string, mark uint6
 	p.mu.Unlock()
 	inst.stopReason.Store(&reason)
 	p.log.Info("stopping", "reason", reason)
-	_ = inst.b.Stop(ctx)
+	_ = inst.b.Stop(context.WithoutCancel(ctx))
 	return true
 }
 

@@ -258,6 +258,7 @@ func startNoise() (func(), error) {
 		{managed, []string{"--hang"}, true},
 		{managed, []string{"--no-such-flag"}, true}, // exits at once
 	}
+	removeStaleNoise()
 	var ids []string
 	remove := func() {
 		for _, id := range ids {
@@ -282,4 +283,26 @@ func startNoise() (func(), error) {
 		}
 	}
 	return remove, nil
+}
+
+// staleNoiseAge is how old noise must be to be another run's leftover: no
+// run of the suite lasts this long (go test's own timeout is shorter).
+const staleNoiseAge = time.Hour
+
+// removeStaleNoise removes noise containers an earlier run left behind
+// when it was killed before its cleanup; a run going on beside this one
+// keeps its own, which are younger.
+func removeStaleNoise() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := docker.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", noiseLabel+"=true")})
+	if err != nil {
+		return
+	}
+	for _, c := range list.Items {
+		if time.Since(time.Unix(c.Created, 0)) > staleNoiseAge {
+			_, _ = docker.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		}
+	}
 }

@@ -251,6 +251,10 @@ func (r *Report) targets() *table {
 		t.add(fmt.Sprintf("Gateway CPU per hangar_call ≤ %s on both protocol versions", FormatDuration(targetCallCPU)),
 			fmt.Sprintf("%s (%s), %s (%s)", FormatDuration(w.Gateway1.CPUPerCall), w.Protocol, FormatDuration(w.Legacy1.CPUPerCall), w.LegacyProtocol),
 			verdict(w.Gateway1.CPUPerCall > 0 && w.Gateway1.CPUPerCall <= targetCallCPU && w.Legacy1.CPUPerCall > 0 && w.Legacy1.CPUPerCall <= targetCallCPU))
+		fp50, fp99 := Ratio(w.FrontDoor1.Lat.P50, w.Direct1.Lat.P50), Ratio(w.FrontDoor1.Lat.P99, w.Direct1.Lat.P99)
+		t.add(fmt.Sprintf("Front-door call by name: warm p50 ≤ %.1f×, p99 ≤ %.0f× direct, CPU ≤ %s", targetLeanP50, targetLeanP99, FormatDuration(targetCallCPU)),
+			fmt.Sprintf("p50 %s, p99 %s, CPU %s", FormatRatio(fp50), FormatRatio(fp99), FormatDuration(w.FrontDoor1.CPUPerCall)),
+			verdict(fp50 <= targetLeanP50 && fp99 <= targetLeanP99 && w.FrontDoor1.CPUPerCall > 0 && w.FrontDoor1.CPUPerCall <= targetCallCPU))
 		if w.Direct32.PerSec > 0 {
 			tp := w.Gateway32.PerSec / w.Direct32.PerSec
 			t.add(fmt.Sprintf("%d clients: throughput ≥ %.1f× the direct shared session", w.Clients, targetThroughput),
@@ -341,6 +345,7 @@ func (r *Report) figure1(b *strings.Builder) {
 	row("MCP round trip to the gateway, trivial tool (hangar_health)", w.Health1)
 	row("hangar_call add, client on the session protocol "+w.LegacyProtocol, w.Legacy1)
 	row("hangar_call add, client on the default protocol "+w.Protocol+" (the figure)", w.Gateway1)
+	row("add by its callable name on the front door, default protocol", w.FrontDoor1)
 	if w.Gateway32.CPUPerCall > 0 {
 		row(fmt.Sprintf("hangar_call add, %d clients, default protocol", w.Clients), w.Gateway32)
 	}

@@ -38,6 +38,9 @@ type WarmResult struct {
 	// trivial tool, and hangar_call from a client on the session-based
 	// (legacy) protocol.
 	RawHTTP1, Health1, Legacy1 PathResult
+	// FrontDoor1 calls the provider's tool by its callable name
+	// (<server>__add), default protocol: the front door's path.
+	FrontDoor1 PathResult
 	// Floor1 is a bare mcp-go streamable HTTP server (its own process)
 	// answering a trivial tool: the protocol's floor, with its CPU per call.
 	Floor1           PathResult
@@ -152,6 +155,20 @@ func gatewayAdd(c *Client, server string) callFn {
 	}
 }
 
+// frontDoorAdd calls add by its callable name on the front door.
+func frontDoorAdd(c *Client, name string) callFn {
+	return func(ctx context.Context, i int) error {
+		r, err := c.Call(ctx, name, map[string]any{"a": i, "b": 1})
+		if err != nil {
+			return err
+		}
+		if r.IsError {
+			return fmt.Errorf("%s: %s", name, resultText(r))
+		}
+		return nil
+	}
+}
+
 func directAdd(d *Direct) callFn {
 	return func(ctx context.Context, i int) error {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -263,6 +280,20 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	}
 	defer floorClient.Close()
 
+	// The front door lists the warm provider's tools within its refresh
+	// tick; wait until its callable answers.
+	frontDoor := frontDoorAdd(clis[0], srv.ID+"__add")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := frontDoor(ctx, 0)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("front door: %s__add never answered: %w", srv.ID, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	gw := make([]callFn, clients)
 	dw := make([]callFn, clients)
 	for i, c := range clis {
@@ -276,6 +307,7 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 		{workers: []callFn{gatewayTool(clis[0], "hangar_health")}, cpu: cpu},
 		{workers: []callFn{gatewayAdd(legacy, srv.ID)}, cpu: cpu},
 		{workers: []callFn{floorCall(floorClient)}, cpu: floor.CPU},
+		{workers: []callFn{frontDoor}, cpu: cpu},
 	}
 	many := []path{{workers: gw, cpu: cpu}, {workers: dw}}
 
@@ -295,7 +327,7 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	if err != nil {
 		return nil, err
 	}
-	res.Gateway1, res.Direct1, res.RawHTTP1, res.Health1, res.Legacy1, res.Floor1 = r1[0], r1[1], r1[2], r1[3], r1[4], r1[5]
+	res.Gateway1, res.Direct1, res.RawHTTP1, res.Health1, res.Legacy1, res.Floor1, res.FrontDoor1 = r1[0], r1[1], r1[2], r1[3], r1[4], r1[5], r1[6]
 	b.log.Info("figure 1: concurrent clients", "clients", clients, "calls per client", perClient)
 	r32, err := interleave(ctx, 4, perClient/4, many)
 	if err != nil {

@@ -531,22 +531,12 @@ func dialRelay(t *testing.T, g *gw, listen bool, opts ...mcpclient.ClientOption)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mcpclient.NewClient(tr, opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	// The GET stream lives as long as Start's context.
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "hangar-integration", Version: "0"}
-	if _, err := c.Initialize(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
+	s := startSession(t, mcpclient.NewClient(tr, opts...))
 	if listen {
 		// mcp-go queues a notification to the session until a stream
 		// takes it, and none but the GET stream is open now.
 		got := make(chan struct{}, 1)
-		c.OnNotification(func(n mcp.JSONRPCNotification) {
+		s.OnNotification(func(n mcp.JSONRPCNotification) {
 			if n.Method == "notifications/hangar_test" {
 				select {
 				case got <- struct{}{}:
@@ -563,7 +553,7 @@ func dialRelay(t *testing.T, g *gw, listen bool, opts ...mcpclient.ClientOption)
 			t.Fatal("the GET stream did not open")
 		}
 	}
-	return &session{Client: c}
+	return s
 }
 
 // A provider's (testkit's, on 2025-11-25 over stdio in its container)

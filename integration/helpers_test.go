@@ -269,12 +269,16 @@ func connect(t testing.TB, url string, opts ...mcpclient.ClientOption) *session 
 	return startSession(t, mcpclient.NewClient(tr, opts...))
 }
 
-// startSession starts and initialises c; the cleanup closes it.
+// startSession starts and initialises c; the cleanup closes it. The
+// client's GET stream, when its transport keeps one, lives until then
+// (mcp-go ties it to Start's context).
 func startSession(t testing.TB, c *mcpclient.Client) *session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	life, end := context.WithCancel(context.Background())
+	t.Cleanup(end)
+	ctx, cancel := context.WithTimeout(life, 30*time.Second)
 	defer cancel()
-	if err := c.Start(ctx); err != nil {
+	if err := c.Start(life); err != nil {
 		_ = c.Close()
 		t.Fatalf("mcp client start: %v", err)
 	}

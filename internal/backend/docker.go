@@ -22,8 +22,8 @@ const exitWait = time.Second
 
 // containerBackend is a provider container and its MCP session.
 type containerBackend struct {
-	c    *dockerrt.Container
-	conn *mcpconn.Conn
+	c *dockerrt.Container
+	mcpSide
 }
 
 // launchDockerStdio creates a container and speaks MCP over its attached
@@ -110,7 +110,7 @@ func connectContainer(ctx context.Context, c *dockerrt.Container, tr transport.I
 	if err != nil {
 		return nil, handshakeError(ctx, c, err, hardened)
 	}
-	return &containerBackend{c: c, conn: conn}, nil
+	return &containerBackend{c: c, mcpSide: mcpSide{conn}}, nil
 }
 
 // SpecFor maps a docker server's config onto a container spec. network is

@@ -15,7 +15,7 @@ import (
 // It has no process to die: it ends only when stopped, and health checks
 // judge the rest.
 type remoteBackend struct {
-	conn *mcpconn.Conn
+	mcpSide
 	done chan struct{}
 	once sync.Once
 }
@@ -35,7 +35,7 @@ func launchRemote(ctx context.Context, s *config.Server) (*remoteBackend, error)
 	if err != nil {
 		return nil, err
 	}
-	return &remoteBackend{conn: conn, done: make(chan struct{})}, nil
+	return &remoteBackend{mcpSide: mcpSide{conn}, done: make(chan struct{})}, nil
 }
 
 func (b *remoteBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {

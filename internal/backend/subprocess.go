@@ -26,8 +26,8 @@ const processStopGrace = 2 * time.Second
 // processBackend is a provider run as a child process (mode subprocess), for
 // a gateway on a host; it speaks MCP over the child's stdin/stdout.
 type processBackend struct {
-	cmd    *exec.Cmd
-	conn   *mcpconn.Conn
+	cmd *exec.Cmd
+	mcpSide
 	stderr *dockerrt.Tail
 	done   chan struct{}
 	exit   string

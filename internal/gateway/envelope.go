@@ -41,8 +41,12 @@ type Envelope struct {
 	// ID is the request id as sent (a JSON string or number), nil for a
 	// notification.
 	ID json.RawMessage
-	// params is the request's params as sent, for MetaProtocolVersion.
+	// params is the request's params as sent, for MetaProtocolVersion and
+	// the direct call path.
 	params json.RawMessage
+	// answer: a request that also has a non-null "result", which mcp-go
+	// takes for a response (and drops).
+	answer bool
 }
 
 // MetaProtocolVersion is params._meta's protocol version (MCP 2026-07-28
@@ -136,6 +140,9 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 			env.Kind = KindRequest
 		}
 		env.params = m["params"]
+		if res, ok := m["result"]; ok && jsonKind(res) != "null" {
+			env.answer = true
+		}
 		return env, nil
 	}
 	_, hasResult := m["result"]

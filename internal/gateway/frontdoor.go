@@ -140,11 +140,12 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 }
 
 // ServerOptions are the MCP server options the front door needs: tools
-// that announce changes, per-caller visibility, resource subscriptions
-// and completions. Its hooks (Hooks) go with them.
+// that announce changes, resource subscriptions and completions. Its hooks
+// (Hooks) go with them; its tool filter (filter) is in the gateway's
+// toolChain.
 func (f *FrontDoor) ServerOptions() []server.ServerOption {
 	return []server.ServerOption{
-		server.WithToolCapabilities(true), server.WithToolFilter(f.filter),
+		server.WithToolCapabilities(true),
 		server.WithResourceCapabilities(true, true),
 		server.WithPromptCapabilities(true), server.WithPromptFilter(f.promptFilter),
 		server.WithCompletions(), server.WithPromptCompletionProvider(f), server.WithResourceCompletionProvider(f),

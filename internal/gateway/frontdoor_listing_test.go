@@ -59,6 +59,7 @@ func newListingGateway(t *testing.T) *listingGateway {
 // listReq is a tools/list request; edit changes it before it is sent.
 type listReq struct {
 	token, version, id, params string
+	raw                        string // the body, when not a tools/list
 	header                     http.Header
 	ctx                        func(context.Context) context.Context
 	host                       string
@@ -76,6 +77,9 @@ func (q listReq) send(h http.Handler) *httptest.ResponseRecorder {
 	body := `{"jsonrpc":"2.0","id":` + q.id + `,"method":"tools/list","params":` + q.params + `}`
 	if q.params == "" {
 		body = `{"jsonrpc":"2.0","id":` + q.id + `,"method":"tools/list"}`
+	}
+	if q.raw != "" {
+		body = q.raw
 	}
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
 	r.RemoteAddr = "127.0.0.1:50000"

@@ -59,18 +59,21 @@ type clientRelay struct {
 var _ mcpconn.Relay = clientRelay{}
 
 func newClientRelay(ctx context.Context) mcpconn.Relay {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		// It only refuses, so it needs no server (a direct call has none:
+		// calls.go).
+		r := clientRelay{ctx: ctx, modern: true, caps: info.ClientCapabilities}
+		if r.caps == nil {
+			r.caps = &mcp.ClientCapabilities{}
+		}
+		return r
+	}
 	srv := server.ServerFromContext(ctx)
 	if srv == nil {
 		return nil
 	}
 	r := clientRelay{ctx: ctx, srv: srv}
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		r.modern = true
-		r.caps = info.ClientCapabilities
-		if r.caps == nil {
-			r.caps = &mcp.ClientCapabilities{}
-		}
-	} else if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
 		caps := s.GetClientCapabilities()
 		r.caps = &caps
 	}

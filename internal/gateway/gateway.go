@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +102,10 @@ type Gateway struct {
 	// rounds keeps the calls of 2026-07-28 clients that wait for their
 	// input to a provider's request (relay_rounds.go).
 	rounds *inputRounds
+	// chains: the tool chain of each MCP server MCPServer built.
+	chains sync.Map // *server.MCPServer → toolChain
+	// directCount counts the calls run directly (calls.go), for tests.
+	directCount atomic.Int64
 }
 
 // New returns a gateway over the given parts.
@@ -245,11 +251,6 @@ func (g *Gateway) refused(id string) error {
 func (g *Gateway) MCPServer() *server.MCPServer {
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-		server.WithToolHandlerMiddleware(g.correlate),
-		server.WithToolHandlerMiddleware(authorize),
-		server.WithToolFilter(visibleTools),
-		server.WithToolHandlerMiddleware(backend.ProgressTokenMiddleware),
 		server.WithInstructions("hangar runs MCP servers as containers. hangar_list shows them; hangar_call invokes their tools."),
 	}
 	hooks := g.Hooks
@@ -261,8 +262,8 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	if hooks != nil {
 		opts = append(opts, server.WithHooks(hooks))
 	}
-	// Innermost: every round trip of a call is correlated and authorized.
-	opts = append(opts, server.WithToolHandlerMiddleware(g.rounds.middleware(g.relays)))
+	chain := g.toolChain()
+	opts = append(opts, chain.options()...)
 	s := server.NewMCPServer("hangar", Version, opts...)
 	for _, t := range g.tools() {
 		s.AddTool(preencoded(t.Tool), t.Handler)
@@ -270,7 +271,82 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	if g.FrontDoor != nil {
 		g.FrontDoor.Attach(s)
 	}
+	g.chains.Store(s, chain)
 	return s
+}
+
+// toolChain is what every tools/call of the gateway's MCP server runs
+// through: mcp-go gets it as server options, and the direct call path
+// (calls.go) applies the same list, so the two cannot drift apart.
+type toolChain struct {
+	// middlewares wrap the tool handler, outermost first, as mcp-go
+	// applies them.
+	middlewares []server.ToolHandlerMiddleware
+	// filters decide which tools a caller may see and call.
+	filters []server.ToolFilterFunc
+}
+
+func (g *Gateway) toolChain() toolChain {
+	c := toolChain{
+		middlewares: []server.ToolHandlerMiddleware{
+			recoverPanics,
+			g.correlate,
+			authorize,
+			backend.ProgressTokenMiddleware,
+			// Innermost: every round trip of a call is correlated and
+			// authorized.
+			g.rounds.middleware(g.relays),
+		},
+		filters: []server.ToolFilterFunc{visibleTools},
+	}
+	if g.FrontDoor != nil {
+		c.filters = append(c.filters, g.FrontDoor.filter)
+	}
+	return c
+}
+
+func (c toolChain) options() []server.ServerOption {
+	var opts []server.ServerOption
+	for _, m := range c.middlewares {
+		opts = append(opts, server.WithToolHandlerMiddleware(m))
+	}
+	for _, f := range c.filters {
+		opts = append(opts, server.WithToolFilter(f))
+	}
+	return opts
+}
+
+// wrap is handler behind the middlewares, as mcp-go wraps it.
+func (c toolChain) wrap(handler server.ToolHandlerFunc) server.ToolHandlerFunc {
+	for _, m := range slices.Backward(c.middlewares) {
+		handler = m(handler)
+	}
+	return handler
+}
+
+// visible reports whether the filters let the caller in ctx see tool, as
+// mcp-go checks before it calls one.
+func (c toolChain) visible(ctx context.Context, tool mcp.Tool) bool {
+	tools := []mcp.Tool{tool}
+	for _, f := range c.filters {
+		if tools = f(ctx, tools); len(tools) == 0 {
+			return false
+		}
+	}
+	return slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Name == tool.Name })
+}
+
+// recoverPanics turns a panicking tool handler into an error answer
+// (mcp-go's WithRecovery, as a middleware of the chain).
+func recoverPanics(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, p)
+			}
+		}()
+		return next(ctx, req)
+	}
 }
 
 // preencoded stores a tool's input schema as JSON once: mcp-go otherwise

@@ -224,15 +224,16 @@ func TestInputRoundsClientGone(t *testing.T) {
 }
 
 // A client that declared nothing is served in line, without a multi
-// round trip relay (the front door's own relay refuses it at once, see
-// TestFrontDoorRelayInputRoundTrips): nothing waits.
+// round trip relay: the front door's own relay refuses it at once (also
+// without a server in the context, as on the direct call path, calls.go),
+// and nothing waits.
 func TestInputRoundsNotUsed(t *testing.T) {
 	t.Parallel()
 	r := newInputRounds(time.Minute, 10)
 	h := r.middleware(func(string) bool { return true })(asker(1))
 	bare := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", ClientCapabilities: &mcp.ClientCapabilities{}})
 	res, _ := h(bare, toolCall("p__ask", "", nil))
-	if text, isErr := resultText(t, res); !isErr || text != "no relay" {
+	if text, isErr := resultText(t, res); !isErr || text != "hangar: the calling client did not declare the sampling capability" {
 		t.Errorf("no capabilities: %q", text)
 	}
 	if n := r.waiting(); n != 0 {

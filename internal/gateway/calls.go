@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// tools/call run directly.
+//
+// For one tools/call mcp-go decodes the message six times (its envelope,
+// the protocol era, _meta twice, the tool name for the header check, the
+// request itself), re-serialises and decodes the tool's whole input schema
+// to look for x-mcp-header bindings, starts a goroutine to forward
+// notifications and encodes the answer: most of the gateway's CPU per warm
+// call (BENCHMARKS.md, figure 10). For the plain call of the stateless
+// protocol none of that can change the answer, so the gateway runs it
+// itself: the tool mcp-go would run, behind the same middlewares and tool
+// filters (toolChain, which mcp-go is given from the same list), with what
+// mcp-go would put in its context that the gateway's handlers read, and it
+// writes what mcp-go would write, byte for byte (TestDirectCallsMatchMCPGo).
+//
+// A plain call is a tools/call request of 2026-07-28 or later that mcp-go
+// would not refuse before calling the tool, with no progress token (nothing
+// is sent to the client while it runs: progress is the only notification a
+// call of the gateway's sends, and a 2026-07-28 client is asked for input
+// by multi round trip, in the answer), no task, no multi round trip state
+// to resume, and a tool whose input schema binds no header. Everything else
+// goes to mcp-go, and so does every request while a hook other than the
+// gateway's own would see it.
+
+// directCalls serves plain calls of s and passes everything else to next.
+func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServer, next http.Handler) http.Handler {
+	c, ok := g.chains.Load(s)
+	if !ok {
+		return next // not a server MCPServer built
+	}
+	chain := c.(toolChain)
+	var neutral server.Hooks
+	if g.FrontDoor != nil {
+		neutral = g.FrontDoor.listNeutralHooks()
+	}
+	impl := mcp.Implementation{Name: "hangar", Version: Version}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call, ok := plainCall(r, s, st, chain, neutral)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		g.directCount.Add(1)
+		ctx := server.WithRequestProtocolInfo(r.Context(), call.info)
+		res, err := chain.wrap(call.tool.Handler)(ctx, call.req)
+		if ctx.Err() != nil {
+			return // the client is gone; mcp-go writes nothing then either
+		}
+		if err == nil && res == nil {
+			err = fmt.Errorf("tool '%s' handler returned no result", call.req.Params.Name)
+		}
+		var resp mcp.JSONRPCMessage
+		if err != nil {
+			resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(call.id),
+				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)}
+		} else {
+			// The result metadata 2026-07-28 requires, as mcp-go stamps it.
+			if res.GetResultType() == "" {
+				res.SetResultType(mcp.ResultTypeComplete)
+			}
+			if meta := res.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
+				meta.SetServerInfo(impl)
+			}
+			resp = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(call.id), res)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK) // -32603 is 200 on 2026-07-28 too
+		if err := json.NewEncoder(w).Encode(resp); err != nil {
+			g.Log.Debug("writing a tool answer", FieldError, err)
+		}
+	})
+}
+
+// directCall is a plain call, ready to run.
+type directCall struct {
+	id   any // as mcp-go decodes it, so it is written back the same
+	req  mcp.CallToolRequest
+	info *server.RequestProtocolInfo
+	tool *server.ServerTool
+}
+
+// plainCall reports whether r is a plain call (see the top of this file)
+// and returns it decoded. Each check below is one mcp-go makes before it
+// calls the tool, or one that keeps a call whose answer mcp-go frames
+// otherwise (streamed notifications, an error it writes itself) for mcp-go.
+func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, chain toolChain, neutral server.Hooks) (directCall, bool) {
+	var c directCall
+	env, posted := RequestEnvelope(r.Context())
+	if !posted || r.Method != http.MethodPost || env.Kind != KindRequest || env.Method != string(mcp.MethodToolsCall) {
+		return c, false
+	}
+	version := r.Header.Get(mcp.HeaderProtocolVersion)
+	if !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) || !st.SupportsProtocolVersion(version) ||
+		r.Header.Get(mcp.HeaderLastEventID) != "" || rebinding(r) || callHooked(s.GetHooks(), neutral) {
+		return c, false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return c, false
+	}
+	// The envelope check decoded the message once already: its id, params
+	// and "jsonrpc" are as mcp-go reads them (envelope.go).
+	if env.answer || len(env.params) == 0 || json.Unmarshal(env.ID, &c.id) != nil || c.id == nil {
+		return c, false
+	}
+	c.req.Method = env.Method
+	c.req.Header = r.Header
+	if json.Unmarshal(env.params, &c.req.Params) != nil {
+		return c, false
+	}
+	p := &c.req.Params
+	meta := p.Meta
+	caps := meta.ClientCapabilities()
+	if meta.ProtocolVersion() != version || caps == nil || meta.ProgressToken != nil ||
+		p.Task != nil || p.RequestState != "" || len(p.InputResponses) > 0 || !standardHeaders(r.Header, p.Name) {
+		return c, false
+	}
+	c.info = &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(),
+		ClientCapabilities: caps, LogLevel: meta.LogLevel()}
+	c.tool = s.GetTool(p.Name)
+	if c.tool == nil || c.tool.Handler == nil || !bindsNoHeader(c.tool.Tool) ||
+		(c.tool.Tool.Execution != nil && c.tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) ||
+		!chain.visible(r.Context(), c.tool.Tool) {
+		return c, false // mcp-go answers unknown, hidden and task-only tools
+	}
+	return c, true
+}
+
+// standardHeaders reports whether Mcp-Method and Mcp-Name agree with a
+// tools/call of tool, as mcp.ValidateStandardHeaders checks them (which
+// decodes the params once more to find the name).
+func standardHeaders(h http.Header, tool string) bool {
+	name := h.Get(mcp.HeaderName)
+	if h.Get(mcp.HeaderMethod) != string(mcp.MethodToolsCall) || name == "" {
+		return false
+	}
+	decoded, ok := mcp.DecodeHeaderValue(name)
+	return ok && decoded == tool
+}
+
+var headerAnnotation = []byte("x-mcp-header")
+
+// bindsNoHeader reports whether t's input schema certainly has no
+// x-mcp-header binding, which mcp-go would check against the request's
+// headers: the word appears nowhere in the schema, not even \u-escaped.
+func bindsNoHeader(t mcp.Tool) bool {
+	raw := t.RawInputSchema
+	return len(raw) > 0 && !bytes.Contains(raw, headerAnnotation) && !bytes.Contains(raw, []byte(`\u`))
+}
+
+// callHooked reports whether hooks other than neutral ones (the gateway's
+// own, which ignore tools/call) would see a tools/call: then mcp-go must
+// run it.
+func callHooked(h *server.Hooks, neutral server.Hooks) bool {
+	return h != nil && (len(h.OnBeforeAny) > len(neutral.OnBeforeAny) || len(h.OnSuccess) > len(neutral.OnSuccess) ||
+		len(h.OnError) > len(neutral.OnError) || len(h.OnRequestInitialization) > len(neutral.OnRequestInitialization) ||
+		len(h.OnBeforeCallTool) > 0 || len(h.OnAfterCallTool) > 0)
+}

@@ -1,0 +1,171 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/gateway"
+)
+
+// callGateway is a front door with tokens and started providers, served
+// by the gateway's endpoint (gw) and by a bare mcp-go streamable server
+// over the same MCP server (ref), as newListingGateway.
+func callGateway(t *testing.T) *listingGateway {
+	t.Helper()
+	l := newPipeLauncher()
+	l.extra["alpha"] = func(s *mcpserver.MCPServer) {
+		// A parameter bound to a header: mcp-go checks the two agree.
+		s.AddTool(mcp.Tool{Name: "region", RawInputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("somewhere"), nil
+			})
+	}
+	var cfg *config.Config
+	h := newFrontDoor(t, l, nil, func(c *config.Config) {
+		c.Auth.Tokens = []config.Token{
+			tok("admin", adminTok, auth.AllScopes),
+			tok("caller", callTok, []string{auth.ScopeRead, auth.ScopeCall}, "alpha"),
+			tok("reader", readTok, []string{auth.ScopeRead}),
+		}
+		cfg = c
+	}, server("alpha"), server("beta"))
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "alpha"})
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "beta"})
+	h.refresh(t)
+	// Tools of the gateway's own that answer the same every time, and the
+	// handler outcomes mcp-go turns into errors.
+	raw := json.RawMessage(`{"type":"object"}`)
+	h.srv.AddTools(
+		mcpserver.ServerTool{Tool: mcp.Tool{Name: "fixed", RawInputSchema: raw}, Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultStructured(map[string]any{"a": "<b> & \u2028"}, "fixed"), nil
+		}},
+		mcpserver.ServerTool{Tool: mcp.Tool{Name: "asks", RawInputSchema: raw}, Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+				MultiRoundTripResult: mcp.MultiRoundTripResult{RequestState: "s1", InputRequests: mcp.InputRequests{}}}, nil
+		}},
+		mcpserver.ServerTool{Tool: mcp.Tool{Name: "panics", RawInputSchema: raw}, Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			panic("kaboom")
+		}},
+		mcpserver.ServerTool{Tool: mcp.Tool{Name: "nothing", RawInputSchema: raw}, Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, nil
+		}},
+		mcpserver.ServerTool{Tool: mcp.Tool{Name: "typed"}, Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("typed schema"), nil
+		}},
+	)
+	ah := &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), cfg.Auth, auth.Options{}), Log: quiet}
+	ref := mcpserver.NewStreamableHTTPServer(h.srv, mcpserver.WithEndpointPath("/mcp"))
+	return &listingGateway{fdHarness: h, gw: h.g.HTTP(h.srv, gateway.HTTPOptions{Auth: ah}).Handler, ref: ah.Middleware(ref)}
+}
+
+// modernCall is a tools/call of tool with args; its Mcp-Name is tool.
+func modernCallReq(token, id, tool, args string) callReq {
+	v := mcp.LATEST_PROTOCOL_VERSION
+	return callReq{listReq{token: token, version: v, id: id,
+		params: `{"name":` + strconvQuote(tool) + `,"arguments":` + args + `,"_meta":{"io.modelcontextprotocol/protocolVersion":"` + v + `",` +
+			`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}`,
+		header: http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {tool}}}}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+type callReq struct{ listReq }
+
+func (q callReq) body() string {
+	return `{"jsonrpc":"2.0","id":` + q.id + `,"method":"tools/call","params":` + q.params + `}`
+}
+
+// sameCallAnswer fails unless gw answered q exactly as mcp-go does, and
+// reports whether gw ran it directly.
+func (l *listingGateway) sameCallAnswer(t *testing.T, q callReq) (body []byte, direct bool) {
+	t.Helper()
+	q.listReq.raw = q.body()
+	before := gateway.DirectCalls(l.g)
+	body = l.sameAnswer(t, q.listReq)
+	return body, gateway.DirectCalls(l.g) > before
+}
+
+// TestDirectCallsMatchMCPGo: the plain tools/call the gateway runs itself
+// (calls.go) is answered exactly as mcp-go answers it: status, headers and
+// body byte for byte, for provider tools and the gateway's own, results,
+// tool errors, input_required, a panic and a handler without a result,
+// every id form; every other call is left to mcp-go.
+func TestDirectCallsMatchMCPGo(t *testing.T) {
+	l := callGateway(t)
+	edit := func(q callReq, f func(*callReq)) callReq { f(&q); return q }
+
+	for _, tc := range []struct {
+		name        string
+		q           callReq
+		wantInBody  string
+		wantDirect  bool
+		wantIsError bool
+	}{
+		{"provider tool", modernCallReq(adminTok, "1", "alpha__echo_raw", `{"n":7}`), `"structuredContent":{"n":7}`, true, false},
+		{"every content type", modernCallReq(adminTok, "2", "beta__kitchen_sink", `{}`), `"isError":true`, true, true},
+		{"caller limited to alpha", modernCallReq(callTok, "3", "alpha__echo_raw", `{"n":"x"}`), `"n":"x"`, true, false},
+		{"gateway tool", modernCallReq(adminTok, `"s-<1>"`, "fixed", `{}`), `\u003cb\u003e \u0026 \u2028`, true, false},
+		{"input required", modernCallReq(adminTok, "4", "asks", `{}`), `"resultType":"input_required"`, true, false},
+		{"panic", modernCallReq(adminTok, "5", "panics", `{}`), `panic recovered in panics tool handler: kaboom`, true, false},
+		{"no result", modernCallReq(adminTok, "6", "nothing", `{}`), `handler returned no result`, true, false},
+		{"float id", modernCallReq(adminTok, "1.0", "alpha__echo_raw", `{}`), `"id":1,`, true, false},
+		{"big id", modernCallReq(adminTok, "12345678901234567890", "alpha__echo_raw", `{}`), `"id":12345678901234567000`, true, false},
+		{"escaped id", modernCallReq(adminTok, `"\u0041"`, "alpha__echo_raw", `{}`), `"id":"A"`, true, false},
+		{"no arguments", edit(modernCallReq(adminTok, "7", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = strings.Replace(q.params, `"arguments":{},`, "", 1)
+		}), `"result"`, true, false},
+
+		// Left to mcp-go.
+		{"header binding", edit(modernCallReq(adminTok, "8", "alpha__region", `{"region":"eu"}`), func(q *callReq) {
+			q.header.Set("Mcp-Param-Region", "eu")
+		}), `somewhere`, false, false},
+		{"header binding mismatch", edit(modernCallReq(adminTok, "9", "alpha__region", `{"region":"eu"}`), func(q *callReq) {
+			q.header.Set("Mcp-Param-Region", "us")
+		}), `"error"`, false, false},
+		{"typed schema", modernCallReq(adminTok, "10", "typed", `{}`), `typed schema`, false, false},
+		{"progress token", edit(modernCallReq(adminTok, "11", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = strings.Replace(q.params, `"_meta":{`, `"_meta":{"progressToken":"p1",`, 1)
+		}), `"result"`, false, false},
+		{"Mcp-Name differs", edit(modernCallReq(adminTok, "12", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.header.Set("Mcp-Name", "beta__echo_raw")
+		}), `"error"`, false, false},
+		{"no Mcp-Name", edit(modernCallReq(adminTok, "13", "alpha__echo_raw", `{}`), func(q *callReq) { q.header.Del("Mcp-Name") }), `"error"`, false, false},
+		{"base64 Mcp-Name", edit(modernCallReq(adminTok, "14", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.header.Set("Mcp-Name", "=?base64?YWxwaGFfX2VjaG9fcmF3?=")
+		}), `"result"`, true, false},
+		{"unknown tool", modernCallReq(adminTok, "15", "nope", `{}`), `"error"`, false, false},
+		{"no capabilities", edit(modernCallReq(adminTok, "17", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = strings.Replace(q.params, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1)
+		}), `"error"`, false, false},
+		{"legacy header", edit(modernCallReq(adminTok, "18", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.version = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+		}), ``, false, false},
+		{"request state", edit(modernCallReq(adminTok, "19", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = strings.Replace(q.params, `"arguments"`, `"requestState":"nope","arguments"`, 1)
+		}), `unknown or expired requestState`, false, true},
+		{"with a result member", edit(modernCallReq(adminTok, "20", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params += `,"result":{}`
+		}), ``, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, direct := l.sameCallAnswer(t, tc.q)
+			if direct != tc.wantDirect {
+				t.Errorf("run directly: %v, want %v", direct, tc.wantDirect)
+			}
+			if !strings.Contains(string(body), tc.wantInBody) {
+				t.Errorf("answer %.400s, want it to hold %s", body, tc.wantInBody)
+			}
+			if tc.wantIsError != strings.Contains(string(body), `"isError":true`) {
+				t.Errorf("answer %.400s: isError should be %v", body, tc.wantIsError)
+			}
+		})
+	}
+}

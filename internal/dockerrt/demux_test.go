@@ -3,6 +3,7 @@ package dockerrt
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"runtime"
 	"strings"
@@ -59,6 +60,31 @@ func TestDemux(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStdoutReaderSmallReads: read a few bytes at a time, as a line
+// reader over a provider's stdout may, the frames come out whole and in
+// order, stderr frames between them are copied as they are reached, and
+// an error stays.
+func TestStdoutReaderSmallReads(t *testing.T) {
+	t.Parallel()
+	stream := concat(frame(1, "{\"a\":"), frame(2, "warn\n"), frame(1, ""), frame(1, "1}\n"), frame(2, "bye"), frame(1, "x"))
+	var errb bytes.Buffer
+	r := newStdoutReader(bytes.NewReader(stream[:len(stream)-1]), &errb) // cut in the last frame
+	var out []byte
+	buf := make([]byte, 3)
+	var err error
+	for err == nil {
+		var n int
+		n, err = r.Read(buf)
+		out = append(out, buf[:n]...)
+	}
+	if string(out) != "{\"a\":1}\n" || errb.String() != "warn\nbye" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("stdout %q, stderr %q, err %v", out, errb.String(), err)
+	}
+	if n, again := r.Read(buf); n != 0 || !errors.Is(again, io.ErrUnexpectedEOF) {
+		t.Errorf("after the error: %d, %v", n, again)
 	}
 }
 

@@ -187,25 +187,16 @@ func (c *Container) attachStreams(ctx context.Context, stdin bool) error {
 		return fmt.Errorf("attach container: %w", err)
 	}
 	c.attach = &att.HijackedResponse
-	var out io.Writer = c.Stderr
-	var pw *io.PipeWriter
+	// Tty is off, so the stream is always multiplexed (on API < 1.42 the
+	// media type header is empty and cannot tell us).
 	if stdin {
-		var pr *io.PipeReader
-		pr, pw = io.Pipe()
-		c.Stdout, out = pr, pw
+		// The provider's client reads its stdout frames straight off the
+		// stream, stderr on the way.
+		c.Stdout = newStdoutReader(att.Reader, c.Stderr)
 		c.Stdin = stdinCloser{att.HijackedResponse}
+		return nil
 	}
-	go func() {
-		// Tty is off, so the stream is always multiplexed (on API < 1.42
-		// the media type header is empty and cannot tell us).
-		err := demux(out, c.Stderr, att.Reader)
-		if err == nil {
-			err = io.EOF
-		}
-		if pw != nil {
-			pw.CloseWithError(err)
-		}
-	}()
+	go func() { _ = demux(c.Stderr, c.Stderr, att.Reader) }()
 	return nil
 }
 

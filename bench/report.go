@@ -206,7 +206,7 @@ func (r *Report) Markdown() string {
 	b.WriteString("- Direct baselines run a container of the same image with the gateway's own container spec (`backend.SpecFor` → `dockerrt.Build`, all hardening included) under the owner label `bench-<random>-direct`, and talk MCP over its attach streams with the gateway's own client code (`mcpconn.Stdio` + `mcpconn.Connect`).\n")
 	b.WriteString("- Gateway and baseline samples are interleaved in alternating rounds, so background load hits both alike. Latencies are client-observed wall times; p99 is nearest-rank.\n")
 	b.WriteString("- Providers are configured with `max_concurrency: 64` (and `execution.max_concurrency: 200`), so the concurrency limits never queue the 32 clients: the figures measure the data path, not the limiter.\n")
-	b.WriteString("- Profiling: `go run ./bench -inprocess -cpuprofile cpu.out` runs figure 1 against a gateway inside the bench process, so one CPU profile covers client, gateway and direct path (`go tool pprof -top -cum -focus=handlePost cpu.out`). The subprocess gateway can be sampled with `perf record -g -p <pid>` while the bench runs.\n")
+	b.WriteString("- Profiling: `go run ./bench -inprocess -cpuprofile cpu.out` runs figure 1 against a gateway inside the bench process, so one CPU profile covers client, gateway and direct path (`go tool pprof -top -cum -focus='directCalls|handlePost' cpu.out`). The subprocess gateway can be sampled with `perf record -g -p <pid>` while the bench runs.\n")
 	b.WriteString("- Every container the bench starts carries an owner label of this run; gateway-owned ones are removed by the gateway on SIGTERM, the others by the bench, and at the end the bench checks that `docker ps -a --filter label=io.mcp-hangar.owner=<owner>` is empty for every owner. ")
 	if r.Cleanup == nil {
 		b.WriteString("This run: verified, nothing left.\n")
@@ -350,7 +350,7 @@ func (r *Report) figure1(b *strings.Builder) {
 		row(fmt.Sprintf("hangar_call add, %d clients, default protocol", w.Clients), w.Gateway32)
 	}
 	b.WriteString(bt.String())
-	fmt.Fprintf(b, "\nRead down the medians: an HTTP hop alone costs %s; the MCP layer of the gateway (mcp-go's streamable HTTP server and client) adds %s on top of it for a tool that does nothing; "+
+	fmt.Fprintf(b, "\nRead down the medians: an HTTP hop alone costs %s; the MCP layer (the client's, and the gateway's: on the default protocol a plain tools/call is run by the gateway itself, everything else by mcp-go's streamable HTTP server) adds %s on top of it for a tool that does nothing; "+
 		"hangar_call's own work plus the stdio hop to the provider adds %s more. Gateway CPU per call is the gateway process's user+system time (from /proc/<pid>/stat) over those rounds divided by their calls.\n\n",
 		FormatDuration(w.RawHTTP1.Lat.P50), FormatDuration(w.Health1.Lat.P50-w.RawHTTP1.Lat.P50), FormatDuration(w.Gateway1.Lat.P50-w.Health1.Lat.P50))
 	if w.Direct1.Lat.P50 > 0 {

@@ -356,6 +356,15 @@ func (r *Report) figure1(b *strings.Builder) {
 	if w.Direct1.Lat.P50 > 0 {
 		fmt.Fprintf(b, "For scale: the 10%% budget is %s per call here, and a bare HTTP round trip with no MCP at all already takes %.0f%% of the direct call.\n\n",
 			FormatDuration(w.Direct1.Lat.P50/10), 100*Ratio(w.RawHTTP1.Lat.P50, w.Direct1.Lat.P50))
+		if w.Floor1.Lat.P50 > 0 {
+			// A gateway that cost nothing would still add the MCP round trip
+			// over HTTP to the provider's own call.
+			least := w.Floor1.Lat.P50 + w.Direct1.Lat.P50
+			fmt.Fprintf(b, "The least a call through any MCP gateway over streamable HTTP can take with these clients is the floor's round trip plus the direct call: %s, %s the direct call. "+
+				"hangar_call takes %s that least, a call by callable name %s.\n\n",
+				FormatDuration(least), FormatRatio(Ratio(least, w.Direct1.Lat.P50)),
+				FormatRatio(Ratio(w.Gateway1.Lat.P50, least)), FormatRatio(Ratio(w.FrontDoor1.Lat.P50, least)))
+		}
 	}
 }
 

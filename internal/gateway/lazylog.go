@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"slices"
 )
 
 // lazyAttrs is a slog.Handler that keeps the attributes of With instead of
@@ -33,15 +34,28 @@ func (l *lazyAttrs) Handle(ctx context.Context, r slog.Record) error {
 	if len(l.attrs) == 0 {
 		return l.h.Handle(ctx, r)
 	}
-	// The bound attributes come first, as they would from WithAttrs. One
-	// AddAttrs for all: added one by one, the record's overflow slice
-	// grows several times (an audit line has ten).
+	// The bound attributes come first, as they would from WithAttrs,
+	// except one the record sets itself: a line never carries a key twice
+	// (an audit line's tool is the provider's, the call's bound tool
+	// hangar_call). One AddAttrs for all: added one by one, the record's
+	// overflow slice grows several times (an audit line has ten).
 	var buf [16]slog.Attr
 	all := append(buf[:0], l.attrs...)
 	r.Attrs(func(a slog.Attr) bool {
 		all = append(all, a)
 		return true
 	})
+	bound := all[:len(l.attrs)]
+	own := all[len(l.attrs):]
+	kept := bound[:0]
+	for _, b := range bound {
+		if !slices.ContainsFunc(own, func(a slog.Attr) bool { return a.Key == b.Key }) {
+			kept = append(kept, b)
+		}
+	}
+	if len(kept) < len(bound) {
+		all = append(kept, own...)
+	}
 	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 	out.AddAttrs(all...)
 	return l.h.Handle(ctx, out)

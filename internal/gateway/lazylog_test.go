@@ -55,6 +55,26 @@ func TestLazyAttrsWriteLikeWith(t *testing.T) {
 	}
 }
 
+// A key the record sets itself is not written again from the bound ones:
+// JSON log lines never carry a key twice.
+func TestLazyAttrsRecordKeyWins(t *testing.T) {
+	t.Parallel()
+	var got bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&got, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	withLazy(l, "correlation_id", "c1", "tool", "hangar_call").Info("audit", "tool", "add", "mcp_server", "math")
+	withLazy(l, "correlation_id", "c2", "tool", "hangar_list").Info("other", "k", 1)
+	want := `{"level":"INFO","msg":"audit","correlation_id":"c1","tool":"add","mcp_server":"math"}` + "\n" +
+		`{"level":"INFO","msg":"other","correlation_id":"c2","tool":"hangar_list","k":1}` + "\n"
+	if got.String() != want {
+		t.Errorf("got\n%swant\n%s", got.String(), want)
+	}
+}
+
 // BenchmarkLazyAuditLine is one audit line through a call's lazily bound
 // logger into slog's JSON handler.
 func BenchmarkLazyAuditLine(b *testing.B) {

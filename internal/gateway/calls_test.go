@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -167,5 +169,61 @@ func TestDirectCallsMatchMCPGo(t *testing.T) {
 				t.Errorf("answer %.400s: isError should be %v", body, tc.wantIsError)
 			}
 		})
+	}
+}
+
+// TestDirectCallEndsWithItsClient: a client that goes away during a call
+// run directly cancels the provider's call, as on mcp-go's path.
+func TestDirectCallEndsWithItsClient(t *testing.T) {
+	t.Parallel()
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	l := newPipeLauncher()
+	l.extra["alpha"] = func(s *mcpserver.MCPServer) {
+		s.AddTool(mcp.Tool{Name: "held", RawInputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				close(started)
+				<-ctx.Done()
+				close(cancelled)
+				return nil, ctx.Err()
+			})
+	}
+	h := newFrontDoor(t, l, nil, nil, server("alpha"))
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "alpha"})
+	h.refresh(t)
+	hs := httptest.NewServer(h.g.HTTP(h.srv, gateway.HTTPOptions{}).Handler)
+	t.Cleanup(hs.Close)
+
+	q := modernCallReq("", "1", "alpha__held", `{}`)
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/mcp", strings.NewReader(q.body()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {q.version}, "Mcp-Method": q.header["Mcp-Method"], "Mcp-Name": q.header["Mcp-Name"]}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := hs.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the provider never got the call")
+	}
+	if n := gateway.DirectCalls(h.g); n != 1 {
+		t.Errorf("%d calls run directly, want 1", n)
+	}
+	cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the provider's call outlived its client")
+	}
+	if err := <-done; err == nil {
+		t.Error("the cancelled request got an answer")
 	}
 }

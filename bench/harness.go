@@ -220,6 +220,37 @@ func readCPU(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
 
+// machineCPU is the busy time of all cores so far (/proc/stat: user,
+// nice, system, irq and softirq; not idle, I/O wait or steal), in ticks
+// of 1/100 s.
+func machineCPU() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, errors.New("malformed /proc/stat")
+	}
+	var busy int64
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		busy += v
+	}
+	return time.Duration(busy) * 10 * time.Millisecond, nil
+}
+
+// selfCPU is the bench process's CPU time (user + system) so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // RSS is the gateway's resident set size in bytes (VmRSS).
 func (g *Gateway) RSS() (int64, error) {
 	return readRSS(g.Pid())

@@ -328,6 +328,19 @@ func (r *Report) figure1(b *strings.Builder) {
 		"With %d clients the gateway shares one provider session among them, exactly as the direct baseline does.\n\n",
 		FormatDuration(w.Gateway1.Lat.P50-w.Direct1.Lat.P50), w.Protocol, w.ProviderProtocol, w.Clients)
 
+	if g, d := w.Gateway32, w.Direct32; g.MachineCPUPerCall > 0 && d.MachineCPUPerCall > 0 {
+		// With every client at once the two cores are busy: throughput is
+		// what the whole path costs the machine per call.
+		mt := &table{head: []string{fmt.Sprintf("%d clients", w.Clients), "Machine CPU per call", "Gateway", "Bench process (the clients)", "The rest (engine, shims, provider, kernel networking, other)"}}
+		rest := func(p PathResult) time.Duration { return max(p.MachineCPUPerCall-p.CPUPerCall-p.ClientCPUPerCall, 0) }
+		mt.add("Through the gateway", FormatDuration(g.MachineCPUPerCall), FormatDuration(g.CPUPerCall), FormatDuration(g.ClientCPUPerCall), FormatDuration(rest(g)))
+		mt.add("Direct", FormatDuration(d.MachineCPUPerCall), "—", FormatDuration(d.ClientCPUPerCall), FormatDuration(rest(d)))
+		b.WriteString("What a call costs the whole machine (busy time of all cores from /proc/stat, over the same rounds):\n\n" + mt.String())
+		half := d.MachineCPUPerCall * 2
+		fmt.Fprintf(b, "\nHalf the direct throughput would need the whole gateway path to cost at most %s of CPU per call (twice the direct path's %s); "+
+			"without the gateway process it costs %s already (the HTTP clients, loopback networking and the engine's attach streams), so no gateway in between could reach it on this machine with these clients.\n\n",
+			FormatDuration(half), FormatDuration(d.MachineCPUPerCall), FormatDuration(g.MachineCPUPerCall-g.CPUPerCall))
+	}
 	b.WriteString("Where the time goes (one client, measured in the same rotating rounds):\n\n")
 	bt := &table{head: []string{"Path", "N", "Median", "p99", "Gateway CPU per call"}}
 	cpu := func(p PathResult) string {

@@ -27,6 +27,10 @@ type PathResult struct {
 	// CPUPerCall is the gateway process's CPU time (user + system) per
 	// call, when the path goes through a gateway subprocess.
 	CPUPerCall time.Duration
+	// MachineCPUPerCall is the whole machine's busy CPU time per call
+	// (every process, all cores: /proc/stat), and ClientCPUPerCall the
+	// bench process's own (its clients).
+	MachineCPUPerCall, ClientCPUPerCall time.Duration
 }
 
 // WarmResult is figure 1.
@@ -110,6 +114,9 @@ func interleave(ctx context.Context, rounds, perRound int, paths []path) ([]Path
 	lat := make([][]time.Duration, len(paths))
 	wall := make([]time.Duration, len(paths))
 	cpu := make([]time.Duration, len(paths))
+	machine := make([]time.Duration, len(paths))
+	self := make([]time.Duration, len(paths))
+	machineOK := true
 	for r := range rounds {
 		for k := range paths {
 			k = (k + r) % len(paths)
@@ -118,10 +125,17 @@ func interleave(ctx context.Context, rounds, perRound int, paths []path) ([]Path
 			if p.cpu != nil {
 				c0, _ = p.cpu()
 			}
+			m0, err := machineCPU()
+			machineOK = machineOK && err == nil
+			s0 := selfCPU()
 			l, w, err := measure(ctx, p.workers, perRound)
 			if err != nil {
 				return nil, err
 			}
+			m1, err := machineCPU()
+			machineOK = machineOK && err == nil
+			self[k] += selfCPU() - s0
+			machine[k] += m1 - m0
 			if p.cpu != nil {
 				if c1, err := p.cpu(); err == nil {
 					cpu[k] += c1 - c0
@@ -134,8 +148,15 @@ func interleave(ctx context.Context, rounds, perRound int, paths []path) ([]Path
 	out := make([]PathResult, len(paths))
 	for k := range paths {
 		out[k] = pathResult(lat[k], wall[k])
-		if paths[k].cpu != nil && out[k].Calls > 0 {
-			out[k].CPUPerCall = cpu[k] / time.Duration(out[k].Calls)
+		if out[k].Calls == 0 {
+			continue
+		}
+		n := time.Duration(out[k].Calls)
+		if paths[k].cpu != nil {
+			out[k].CPUPerCall = cpu[k] / n
+		}
+		if machineOK {
+			out[k].MachineCPUPerCall, out[k].ClientCPUPerCall = machine[k]/n, self[k]/n
 		}
 	}
 	return out, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -97,16 +96,8 @@ type directCall struct {
 // otherwise (streamed notifications, an error it writes itself) for mcp-go.
 func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, chain toolChain, neutral server.Hooks) (directCall, bool) {
 	var c directCall
-	env, posted := RequestEnvelope(r.Context())
-	if !posted || r.Method != http.MethodPost || env.Kind != KindRequest || env.Method != string(mcp.MethodToolsCall) {
-		return c, false
-	}
-	version := r.Header.Get(mcp.HeaderProtocolVersion)
-	if !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) || !st.SupportsProtocolVersion(version) ||
-		r.Header.Get(mcp.HeaderLastEventID) != "" || rebinding(r) || callHooked(s.GetHooks(), neutral) {
-		return c, false
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	env, version, ok := statelessPost(r, s, st, neutral, mcp.MethodToolsCall)
+	if !ok {
 		return c, false
 	}
 	// The envelope check decoded the message once already: its id, params
@@ -157,13 +148,4 @@ var headerAnnotation = []byte("x-mcp-header")
 func bindsNoHeader(t mcp.Tool) bool {
 	raw := t.RawInputSchema
 	return len(raw) > 0 && !bytes.Contains(raw, headerAnnotation) && !bytes.Contains(raw, []byte(`\u`))
-}
-
-// callHooked reports whether hooks other than neutral ones (the gateway's
-// own, which ignore tools/call) would see a tools/call: then mcp-go must
-// run it.
-func callHooked(h *server.Hooks, neutral server.Hooks) bool {
-	return h != nil && (len(h.OnBeforeAny) > len(neutral.OnBeforeAny) || len(h.OnSuccess) > len(neutral.OnSuccess) ||
-		len(h.OnError) > len(neutral.OnError) || len(h.OnRequestInitialization) > len(neutral.OnRequestInitialization) ||
-		len(h.OnBeforeCallTool) > 0 || len(h.OnAfterCallTool) > 0)
 }

@@ -193,16 +193,7 @@ func viewOf(ctx context.Context) string {
 // the request id as mcp-go writes it back. Each check below is one mcp-go
 // makes before it lists; a request failing any is mcp-go's to answer.
 func plainToolsList(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks) (version string, id []byte, ok bool) {
-	env, posted := RequestEnvelope(r.Context())
-	if !posted || r.Method != http.MethodPost || env.Kind != KindRequest || env.Method != string(mcp.MethodToolsList) {
-		return "", nil, false
-	}
-	version = r.Header.Get(mcp.HeaderProtocolVersion)
-	if !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) || !st.SupportsProtocolVersion(version) ||
-		r.Header.Get(mcp.HeaderLastEventID) != "" || rebinding(r) || listHooked(s.GetHooks(), neutral) {
-		return "", nil, false
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if _, version, ok = statelessPost(r, s, st, neutral, mcp.MethodToolsList); !ok {
 		return "", nil, false
 	}
 	body, read := bytesOf(r)
@@ -248,13 +239,44 @@ func encodeToolsList(ctx context.Context, s *server.MCPServer, version string) (
 	return append(append([]byte(`,"result":`), result...), "}\n"...), true
 }
 
-// listHooked reports whether hooks other than neutral ones (the gateway's
-// own, which ignore tools/list) would see a tools/list: then mcp-go must
-// serve it.
-func listHooked(h *server.Hooks, neutral server.Hooks) bool {
-	return h != nil && (len(h.OnBeforeAny) > len(neutral.OnBeforeAny) || len(h.OnSuccess) > len(neutral.OnSuccess) ||
-		len(h.OnError) > len(neutral.OnError) || len(h.OnRequestInitialization) > len(neutral.OnRequestInitialization) ||
-		len(h.OnBeforeListTools) > 0 || len(h.OnAfterListTools) > 0)
+// statelessPost reports whether r is a request of method on the stateless
+// protocol (2026-07-28 and later) that mcp-go's transport takes on to its
+// server and that no hook but neutral ones (the gateway's own, which ignore
+// method) would see, and returns its envelope and protocol version. Each
+// check is one mcp-go makes before it handles the message.
+func statelessPost(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks, method mcp.MCPMethod) (env Envelope, version string, ok bool) {
+	env, posted := RequestEnvelope(r.Context())
+	if !posted || r.Method != http.MethodPost || env.Kind != KindRequest || env.Method != string(method) {
+		return env, "", false
+	}
+	version = r.Header.Get(mcp.HeaderProtocolVersion)
+	if !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) || !st.SupportsProtocolVersion(version) ||
+		r.Header.Get(mcp.HeaderLastEventID) != "" || rebinding(r) || hooked(s.GetHooks(), neutral, method) {
+		return env, "", false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return env, "", false
+	}
+	return env, version, true
+}
+
+// hooked reports whether hooks other than neutral ones would see a request
+// of method (tools/list or tools/call): then mcp-go must serve it.
+func hooked(h *server.Hooks, neutral server.Hooks, method mcp.MCPMethod) bool {
+	if h == nil {
+		return false
+	}
+	if len(h.OnBeforeAny) > len(neutral.OnBeforeAny) || len(h.OnSuccess) > len(neutral.OnSuccess) ||
+		len(h.OnError) > len(neutral.OnError) || len(h.OnRequestInitialization) > len(neutral.OnRequestInitialization) {
+		return true
+	}
+	switch method {
+	case mcp.MethodToolsList:
+		return len(h.OnBeforeListTools) > 0 || len(h.OnAfterListTools) > 0
+	case mcp.MethodToolsCall:
+		return len(h.OnBeforeCallTool) > 0 || len(h.OnAfterCallTool) > 0
+	}
+	return true
 }
 
 // rebinding reports whether mcp-go's DNS-rebinding protection refuses r: a

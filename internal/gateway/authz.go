@@ -61,18 +61,11 @@ func checkTool(id auth.Identity, tool string, args any) *auth.Error {
 	return id.Check(auth.ToolScope(tool), srv)
 }
 
-// visibleTools is the tools/list filter: a tool the caller may not call
-// is not listed. mcp-go applies the same filter at tools/call.
-func visibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	id := callerOf(ctx)
-	out := tools[:0:0]
-	for _, t := range tools {
-		// Front-door tools are filtered per server by the front door.
-		if id.Check(auth.ToolScope(t.Name), "") == nil {
-			out = append(out, t)
-		}
-	}
-	return out
+// mayCall is the tool filter: a tool the caller may not call is not
+// listed, and a call of it is refused as of an unknown tool. Front-door
+// tools are filtered per server by the front door (FrontDoor.visible).
+func mayCall(ctx context.Context, t mcp.Tool) bool {
+	return callerOf(ctx).Check(auth.ToolScope(t.Name), "") == nil
 }
 
 // authorize is the tool-handler middleware that refuses a call outside the

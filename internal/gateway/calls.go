@@ -122,7 +122,7 @@ func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPSe
 	c.tool = s.GetTool(p.Name)
 	if c.tool == nil || c.tool.Handler == nil || !bindsNoHeader(c.tool.Tool) ||
 		(c.tool.Tool.Execution != nil && c.tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) ||
-		!chain.visible(r.Context(), c.tool.Tool) {
+		!chain.sees(r.Context(), c.tool.Tool) {
 		return c, false // mcp-go answers unknown, hidden and task-only tools
 	}
 	return c, true

@@ -141,7 +141,7 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 
 // ServerOptions are the MCP server options the front door needs: tools
 // that announce changes, resource subscriptions and completions. Its hooks
-// (Hooks) go with them; its tool filter (filter) is in the gateway's
+// (Hooks) go with them; its tool filter (visible) is in the gateway's
 // toolChain.
 func (f *FrontDoor) ServerOptions() []server.ServerOption {
 	return []server.ServerOption{
@@ -413,24 +413,18 @@ func toMCPTool(name string, t mcpconn.Tool) mcp.Tool {
 	return out
 }
 
-// filter hides the tools a caller may not call: provider tools need
+// visible hides the tools a caller may not call: provider tools need
 // hangar:call and a server the identity may reach. A caller without an
 // identity is local, with every scope.
-func (f *FrontDoor) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+func (f *FrontDoor) visible(ctx context.Context, t mcp.Tool) bool {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
-		return tools
+		return true
 	}
 	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := tools[:0:0]
-	for _, t := range tools {
-		if b, isProvider := f.bindings[t.Name]; isProvider && !(id.Has(auth.ScopeCall) && id.MayReach(b.Server)) {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
+	b, isProvider := f.bindings[t.Name]
+	f.mu.RUnlock()
+	return !isProvider || (id.Has(auth.ScopeCall) && id.MayReach(b.Server))
 }
 
 func (f *FrontDoor) binding(name string) *binding {

@@ -178,7 +178,7 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 }
 
 // viewOf is the caller's view of the tool set: the tool filters
-// (visibleTools, FrontDoor.filter) read the identity's scopes and server
+// (mayCall, FrontDoor.visible) read the identity's scopes and server
 // filter and nothing else.
 func viewOf(ctx context.Context) string {
 	id, ok := auth.FromContext(ctx)

@@ -282,8 +282,8 @@ type toolChain struct {
 	// middlewares wrap the tool handler, outermost first, as mcp-go
 	// applies them.
 	middlewares []server.ToolHandlerMiddleware
-	// filters decide which tools a caller may see and call.
-	filters []server.ToolFilterFunc
+	// visible decide, tool by tool, which tools a caller may see and call.
+	visible []func(ctx context.Context, t mcp.Tool) bool
 }
 
 func (g *Gateway) toolChain() toolChain {
@@ -297,10 +297,10 @@ func (g *Gateway) toolChain() toolChain {
 			// authorized.
 			g.rounds.middleware(g.relays),
 		},
-		filters: []server.ToolFilterFunc{visibleTools},
+		visible: []func(context.Context, mcp.Tool) bool{mayCall},
 	}
 	if g.FrontDoor != nil {
-		c.filters = append(c.filters, g.FrontDoor.filter)
+		c.visible = append(c.visible, g.FrontDoor.visible)
 	}
 	return c
 }
@@ -310,10 +310,23 @@ func (c toolChain) options() []server.ServerOption {
 	for _, m := range c.middlewares {
 		opts = append(opts, server.WithToolHandlerMiddleware(m))
 	}
-	for _, f := range c.filters {
-		opts = append(opts, server.WithToolFilter(f))
+	for _, v := range c.visible {
+		opts = append(opts, server.WithToolFilter(filterOf(v)))
 	}
 	return opts
+}
+
+// filterOf is visible as the list filter mcp-go takes.
+func filterOf(visible func(context.Context, mcp.Tool) bool) server.ToolFilterFunc {
+	return func(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+		out := tools[:0:0]
+		for _, t := range tools {
+			if visible(ctx, t) {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
 }
 
 // wrap is handler behind the middlewares, as mcp-go wraps it.
@@ -324,16 +337,15 @@ func (c toolChain) wrap(handler server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return handler
 }
 
-// visible reports whether the filters let the caller in ctx see tool, as
-// mcp-go checks before it calls one.
-func (c toolChain) visible(ctx context.Context, tool mcp.Tool) bool {
-	tools := []mcp.Tool{tool}
-	for _, f := range c.filters {
-		if tools = f(ctx, tools); len(tools) == 0 {
+// sees reports whether the caller in ctx may see tool, as mcp-go checks
+// with the filters before it calls one.
+func (c toolChain) sees(ctx context.Context, tool mcp.Tool) bool {
+	for _, v := range c.visible {
+		if !v(ctx, tool) {
 			return false
 		}
 	}
-	return slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Name == tool.Name })
+	return true
 }
 
 // recoverPanics turns a panicking tool handler into an error answer

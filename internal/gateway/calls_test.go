@@ -156,6 +156,18 @@ func TestDirectCallsMatchMCPGo(t *testing.T) {
 		{"with a result member", edit(modernCallReq(adminTok, "20", "alpha__echo_raw", `{}`), func(q *callReq) {
 			q.params += `,"result":{}`
 		}), ``, false, false},
+		{"a null result member", edit(modernCallReq(adminTok, "21", "alpha__echo_raw", `{"n":1}`), func(q *callReq) {
+			q.params += `,"result":null`
+		}), `"n":1`, true, false},
+		{"arguments not an object", modernCallReq(adminTok, "22", "alpha__echo_raw", `"just text"`), `"result"`, true, false},
+		{"arguments null", modernCallReq(adminTok, "23", "alpha__echo_raw", `null`), `"result"`, true, false},
+		{"name not a string", edit(modernCallReq(adminTok, "24", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = strings.Replace(q.params, `"name":"alpha__echo_raw"`, `"name":7`, 1)
+		}), `"error"`, false, false},
+		{"meta not an object", edit(modernCallReq(adminTok, "25", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = `{"name":"alpha__echo_raw","_meta":[1]}`
+		}), `"error"`, false, false},
+		{"params an array", edit(modernCallReq(adminTok, "26", "alpha__echo_raw", `{}`), func(q *callReq) { q.params = `[1]` }), `"error"`, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body, direct := l.sameCallAnswer(t, tc.q)

@@ -17,7 +17,7 @@ import (
 // request itself), re-serialises and decodes the tool's whole input schema
 // to look for x-mcp-header bindings, starts a goroutine to forward
 // notifications and encodes the answer: most of the gateway's CPU per warm
-// call (BENCHMARKS.md, figure 10). For the plain call of the stateless
+// call before this path (BENCHMARKS.md, figure 10, "Before"). For the plain call of the stateless
 // protocol none of that can change the answer, so the gateway runs it
 // itself: the tool mcp-go would run, behind the same middlewares and tool
 // filters (toolChain, which mcp-go is given from the same list), with what

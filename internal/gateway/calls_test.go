@@ -68,16 +68,17 @@ func callGateway(t *testing.T) *listingGateway {
 	return &listingGateway{fdHarness: h, gw: h.g.HTTP(h.srv, gateway.HTTPOptions{Auth: ah}).Handler, ref: ah.Middleware(ref)}
 }
 
-// modernCall is a tools/call of tool with args; its Mcp-Name is tool.
+// modernCallReq is a 2026-07-28 tools/call of tool with args, its
+// Mcp-Method and Mcp-Name headers set.
 func modernCallReq(token, id, tool, args string) callReq {
 	v := mcp.LATEST_PROTOCOL_VERSION
 	return callReq{listReq{token: token, version: v, id: id,
-		params: `{"name":` + strconvQuote(tool) + `,"arguments":` + args + `,"_meta":{"io.modelcontextprotocol/protocolVersion":"` + v + `",` +
+		params: `{"name":` + jsonString(tool) + `,"arguments":` + args + `,"_meta":{"io.modelcontextprotocol/protocolVersion":"` + v + `",` +
 			`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}`,
 		header: http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {tool}}}}
 }
 
-func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 type callReq struct{ listReq }
 

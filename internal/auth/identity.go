@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -41,6 +42,10 @@ type Identity struct {
 	// Servers are fnmatch patterns of the providers this identity may
 	// reach; empty means all.
 	Servers []string
+	// Expires is when the credential stops being valid (a token's
+	// expires_at, a JWT's exp); zero: never. Streams opened with it end
+	// then (HTTP.Hold).
+	Expires time.Time
 
 	servers *provider.ToolPolicy // compiled Servers, built by NewIdentity
 }
@@ -125,6 +130,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// ErrorKind is the refusal's kind as hangar_call reports it (error_type):
+// provider.KindForbidden for a scope or server, else how it was refused.
+func (e *Error) ErrorKind() string {
+	switch e.Code {
+	case CodeInsufficientScope:
+		return provider.KindForbidden
+	case CodeRateLimited:
+		return "rate_limited"
+	}
+	return "unauthenticated"
+}
 
 // ErrUnauthenticated is the answer to a missing or bad credential.
 var ErrUnauthenticated = &Error{Code: CodeUnauthenticated, Message: "Invalid or missing authentication token"}

@@ -216,11 +216,13 @@ func (g *Gateway) exposed(id string, spec *config.Server) bool {
 // under action. args go on as they are (a map, or raw JSON).
 func (g *Gateway) callServer(ctx context.Context, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
 	began := time.Now()
-	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err) }()
+	denied := false
+	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err, denied) }()
 	if e := callerOf(ctx).Check("", server); e != nil {
 		return nil, e
 	}
 	if err := g.refused(server); err != nil {
+		denied = true
 		return nil, err
 	}
 	if grp, ok := g.Groups.Get(server); ok {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -24,8 +24,8 @@ const (
 	ActionFrontDoorCall = "front_door"  // a provider tool called by its callable name
 	// ActionRequest is an HTTP request refused before any method was
 	// looked at (401, 429, a scope /events or /metrics needs).
-	ActionRequest = "request"
-	auditWriteTimeout   = 2 * time.Second
+	ActionRequest     = "request"
+	auditWriteTimeout = 2 * time.Second
 )
 
 // Audit outcomes besides the provider error kinds.

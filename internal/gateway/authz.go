@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -309,5 +310,36 @@ func holdStreams(h *auth.HTTP, next http.Handler) http.Handler {
 		ctx, release := h.Hold(r)
 		defer release()
 		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// hideUnserved answers resources/read of a URI whose server the caller is
+// not served (outside its servers, quarantined, disabled) exactly as
+// mcp-go answers a URI nobody serves, before mcp-go sees it: an error
+// from the resource handler would carry another code (-32603), and the
+// difference would tell a caller that the URI exists.
+func (g *Gateway) hideUnserved(next http.Handler) http.Handler {
+	if g.FrontDoor == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env, ok := RequestEnvelope(r.Context())
+		if !ok || env.Method != string(mcp.MethodResourcesRead) || env.Kind != KindRequest {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(env.params, &p) != nil || p.URI == "" || !g.FrontDoor.unservedURI(r.Context(), p.URI) {
+			next.ServeHTTP(w, r) // mcp-go answers what is malformed
+			return
+		}
+		code := mcp.RESOURCE_NOT_FOUND
+		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(env.MetaProtocolVersion()) {
+			code = mcp.INVALID_PARAMS // 2026-07-28, as mcp-go's resourceNotFoundCode
+		}
+		auth.WriteError(w, http.StatusOK, auth.ScalarID(env.ID), &auth.Error{Code: code,
+			Message: fmt.Sprintf("handler not found for resource URI '%s': %v", p.URI, server.ErrResourceNotFound)})
 	})
 }

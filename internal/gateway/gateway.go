@@ -258,6 +258,7 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	hooks := g.Hooks
 	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
 		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
+		g.FrontDoor.Withheld = g.withheld
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
 		hooks = g.FrontDoor.Hooks(hooks)
 	}

@@ -91,7 +91,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	}
 	sessions.release = releaseVia(streamable)
 	mux := http.NewServeMux()
-	var mcpHandler http.Handler = sessions.middleware(g.directCalls(s, streamable, countProgress(g.toolsListHandler(s, streamable))))
+	var mcpHandler http.Handler = sessions.middleware(g.hideUnserved(g.directCalls(s, streamable, countProgress(g.toolsListHandler(s, streamable)))))
 	if m := g.Management; m != nil {
 		// Only a management method goes through its wrapper: the envelope
 		// is parsed once already, so every other message goes straight on.

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -17,6 +18,23 @@ type hold struct {
 	hdr    http.Header // the request's headers: the credential, read again on reload
 	id     Identity
 	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	timer *time.Timer // ends the stream when the credential expires; nil: never
+}
+
+// expireAt sets when the stream ends: a reload may move a token's
+// expires_at without changing what it grants.
+func (hd *hold) expireAt(at time.Time) {
+	hd.mu.Lock()
+	defer hd.mu.Unlock()
+	if hd.timer != nil {
+		hd.timer.Stop()
+		hd.timer = nil
+	}
+	if !at.IsZero() {
+		hd.timer = time.AfterFunc(time.Until(at), hd.cancel)
+	}
 }
 
 // Hold returns a context derived from r's that ends when the credential r
@@ -30,10 +48,7 @@ func (h *HTTP) Hold(r *http.Request) (ctx context.Context, release func()) {
 		return ctx, cancel
 	}
 	hd := &hold{hdr: r.Header.Clone(), id: id, cancel: cancel}
-	var timer *time.Timer
-	if !id.Expires.IsZero() {
-		timer = time.AfterFunc(time.Until(id.Expires), cancel)
-	}
+	hd.expireAt(id.Expires)
 	h.holdMu.Lock()
 	if h.holds == nil {
 		h.holds = map[*hold]struct{}{}
@@ -41,9 +56,7 @@ func (h *HTTP) Hold(r *http.Request) (ctx context.Context, release func()) {
 	h.holds[hd] = struct{}{}
 	h.holdMu.Unlock()
 	return ctx, func() {
-		if timer != nil {
-			timer.Stop()
-		}
+		hd.expireAt(time.Time{})
 		h.holdMu.Lock()
 		delete(h.holds, hd)
 		h.holdMu.Unlock()
@@ -76,11 +89,14 @@ func (h *HTTP) recheck(cur Settings) {
 		if reason != "" || !sameGrant(id, hd.id) {
 			h.log().Info("stream ended: its credential was removed or changed by a reload", "identity", hd.id.Name)
 			hd.cancel()
+			continue
 		}
+		hd.expireAt(id.Expires)
 	}
 }
 
-// sameGrant reports whether a and b are one identity with the same grants.
+// sameGrant reports whether a and b are one identity with the same grants
+// (its expiry aside: a moved expires_at moves the stream's end).
 func sameGrant(a, b Identity) bool {
-	return a.Kind == b.Kind && a.Name == b.Name && a.ViewKey() == b.ViewKey() && a.Expires.Equal(b.Expires)
+	return a.Kind == b.Kind && a.Name == b.Name && a.ViewKey() == b.ViewKey()
 }

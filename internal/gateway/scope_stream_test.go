@@ -148,3 +148,38 @@ func TestScopeStreamsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeSessionEndsOnChangedGrant: a reload that narrows a token's
+// servers ends its 2025-11-25 sessions (404 on the next request, as for
+// any ended session), so nothing decided under the old grant, such as
+// whom the session's notifications are for, outlives it; a new session
+// works under the new grant, and a reload that changes nothing of the
+// token keeps its session.
+func TestScopeSessionEndsOnChangedGrant(t *testing.T) {
+	t.Parallel()
+	s := newScopeGateway(t, func(c *config.Config, _ *gateway.Gateway) {
+		c.Auth.Tokens = append(c.Auth.Tokens, tok("streamer", streamerTok, auth.AllScopes, "a", "q"))
+	})
+	old := s.session(t, streamerTok)
+	reload := func(servers ...string) {
+		s.ah.Reload(auth.Settings{Auth: auth.NewAuthenticator(t.Context(), config.Auth{Tokens: scopeTokens(tok("streamer", streamerTok, auth.AllScopes, servers...))}, auth.Options{}), RateLimit: s.cfg.Auth.RateLimit})
+	}
+	reload("a", "q") // the same grant
+	if r := s.post(t, old, listTools); r.status != http.StatusOK {
+		t.Fatalf("after a reload that changed nothing: %d %s", r.status, r.body)
+	}
+	reload("q")
+	if r := s.post(t, old, listTools); r.status != http.StatusNotFound {
+		t.Errorf("the session of a narrowed token: %d %s, want 404", r.status, r.body)
+	}
+	fresh := s.session(t, streamerTok)
+	var res struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	s.post(t, fresh, listTools).result(t, &res)
+	for _, tl := range res.Tools {
+		if strings.HasPrefix(tl.Name, "a__") {
+			t.Errorf("the new session lists %s of a server the token no longer reaches", tl.Name)
+		}
+	}
+}

@@ -118,7 +118,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	if o.Metrics != nil {
 		// Metrics name every server: the same credentials and hangar:read
 		// as hangar_metrics (a loopback gateway without tokens is open).
-		mux.Handle("/metrics", o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, o.Metrics)))
+		mux.Handle("/metrics", o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, g.scopedMetrics(o.Metrics))))
 	}
 	return &Endpoint{Handler: checkOrigin(o.AllowedOrigins, mux), mcp: streamable, sessions: sessions}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/catalog"
@@ -125,7 +126,7 @@ func newScopeGateway(t *testing.T, tune func(*config.Config, *gateway.Gateway)) 
 		RateLimit: cfg.Auth.RateLimit,
 		Log:       quiet,
 	}
-	ep := g.HTTP(srv, gateway.HTTPOptions{Auth: ah})
+	ep := g.HTTP(srv, gateway.HTTPOptions{Auth: ah, Metrics: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})})
 	hs := httptest.NewServer(ep.Handler)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
@@ -296,6 +297,34 @@ func TestScopeListsFiltered(t *testing.T) {
 			!strings.Contains(ar.body, "b") {
 			t.Errorf("%s for admin shows nothing of b: %.300s", tc.tool, ar.body)
 		}
+	}
+}
+
+// TestScopeMetricsEndpoint: /metrics gives a servers-limited token the
+// series of its servers only; an unlimited one gets them all.
+func TestScopeMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	s := newScopeGateway(t, nil)
+	get := func(tok string) string {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/metrics: %d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	scoped, all := get(scopeLimitedTok), get(scopeAdminTok)
+	if !strings.Contains(all, `mcp_server="b"`) || !strings.Contains(all, `mcp_server="a"`) {
+		t.Fatalf("the admin's /metrics lacks a or b:\n%.600s", all)
+	}
+	if strings.Contains(scoped, `mcp_server="b"`) || strings.Contains(scoped, `mcp_server="m1"`) || !strings.Contains(scoped, `mcp_server="a"`) {
+		t.Errorf("the scoped token's /metrics:\n%s", scoped)
 	}
 }
 

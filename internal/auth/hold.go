@@ -80,12 +80,12 @@ func (h *HTTP) recheck(cur Settings) {
 		held = append(held, hd)
 	}
 	h.holdMu.Unlock()
+	// A JWT is verified against a key set the verifier has cached; the
+	// bound keeps a reload from waiting long on an identity provider.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	for _, hd := range held {
-		// A JWT is verified against a key set the verifier has cached; the
-		// bound keeps a reload from waiting on an identity provider.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		id, _, reason, _ := h.authenticate(ctx, hd.hdr, cur)
-		cancel()
 		if reason != "" || !sameGrant(id, hd.id) {
 			h.log().Info("stream ended: its credential was removed or changed by a reload", "identity", hd.id.Name)
 			hd.cancel()

@@ -47,8 +47,9 @@ type HTTP struct {
 	AuthorizationServers []string
 	Log                  *slog.Logger
 
-	// Audit, when set, is told of every request refused here (401, 429)
-	// and by Forbid's callers' own record; set it before serving.
+	// Audit, when set, records a refused request: the 401s and 429s
+	// answered here (callers of Forbid record their 403s themselves). Set
+	// it before serving.
 	Audit func(r *http.Request, f Refusal)
 
 	// reloaded replaces what a config reload changes, so a token removed

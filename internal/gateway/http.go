@@ -90,6 +90,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 		o.Auth.Audit = g.auditRequest // every refusal is audited (authz.go)
 	}
 	sessions.release = releaseVia(streamable)
+	sessions.refused = g.auditRequest
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = sessions.middleware(g.hideUnserved(g.directCalls(s, streamable, countProgress(g.toolsListHandler(s, streamable)))))
 	if m := g.Management; m != nil {

@@ -234,3 +234,14 @@ func (s *scopeGateway) entriesWhere(match func(store.AuditEntry) bool) []store.A
 	}
 	return out
 }
+
+// httptestServer serves h on a local test server and returns its URL.
+func httptestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return hs.URL
+}

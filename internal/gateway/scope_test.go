@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -383,5 +385,41 @@ func TestScopeQuarantineWithholds(t *testing.T) {
 	n := s.post(t, h, rpcMsg(9, "resources/read", `{"uri":"file:///zz"}`))
 	if w.msg.Error == nil || w.msg.Error.Code != mcp.RESOURCE_NOT_FOUND || strings.ReplaceAll(w.body, "file:///b", "X") != strings.ReplaceAll(n.body, "file:///zz", "X") {
 		t.Errorf("another's resource:\n%s\nnobody's:\n%s", w.body, n.body)
+	}
+}
+
+// TestScopeSessionLimitAudited: an initialize refused for the session
+// limits (503 when the table is full) is an audit entry allowed=false.
+func TestScopeSessionLimitAudited(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Auth.Tokens = []config.Token{tok("alice", "tok-alice", auth.AllScopes), tok("bob", "tok-bob", auth.AllScopes)}
+	g := gateway.New(cfg, provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
+	a := &fakeAudit{}
+	g.AuditStore = a
+	ep := g.HTTP(g.MCPServer(), gateway.HTTPOptions{MaxSessions: 1,
+		Auth: &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), cfg.Auth, auth.Options{}), Log: quiet}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ep.Sessions().Shutdown(ctx)
+		ep.Close()
+	})
+	s := &scopeGateway{}
+	hs := httptestServer(t, ep.Handler)
+	s.url = hs
+	s.session(t, "tok-alice")
+	r := s.post(t, bearer("tok-bob"), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r.status != http.StatusServiceUnavailable {
+		t.Fatalf("initialize beyond max_sessions: %d %s", r.status, r.body)
+	}
+	var got []store.AuditEntry
+	for _, e := range a.all() {
+		if e.Identity == "bob" && !e.Allowed && e.Reason == "session_limit: session limit reached" {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 {
+		t.Errorf("audit = %+v, want bob's refused initialize", a.all())
 	}
 }

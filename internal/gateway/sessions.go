@@ -79,6 +79,9 @@ type sessionTable struct {
 	// release frees what mcp-go holds for an ended session (an internal
 	// DELETE through the streamable server); set once before serving.
 	release func(id string)
+	// refused, when set, records an initialize refused for the limits
+	// (429, 503) in the audit trail; set once before serving.
+	refused func(r *http.Request, f auth.Refusal)
 
 	mu       sync.Mutex
 	byID     map[string]*session
@@ -439,6 +442,14 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 		case http.MethodPost:
 			if env.Method == string(mcp.MethodInitialize) {
 				res, err := t.reserve(sessionOwner(r.Context()))
+				if err != nil && t.refused != nil {
+					status := http.StatusServiceUnavailable
+					if errors.Is(err, errOwnSessionsBusy) {
+						status = http.StatusTooManyRequests
+					}
+					id, _ := auth.FromContext(r.Context())
+					t.refused(r, auth.Refusal{Status: status, Identity: id, Reason: "session_limit: " + err.Error()})
+				}
 				if errors.Is(err, errOwnSessionsBusy) {
 					w.Header().Set("Retry-After", "30")
 					http.Error(w, "Too Many Requests: "+err.Error()+" (server.max_sessions_per_identity = "+strconv.Itoa(t.perOwner)+

@@ -48,6 +48,7 @@ type Identity struct {
 	Expires time.Time
 
 	servers *provider.ToolPolicy // compiled Servers, built by NewIdentity
+	view    string               // ViewKey, computed by NewIdentity
 }
 
 // NewIdentity returns an identity with its server filter compiled.
@@ -56,6 +57,7 @@ func NewIdentity(name, kind string, scopes, servers []string) Identity {
 	if len(servers) > 0 {
 		id.servers = provider.NewToolPolicy(servers, nil)
 	}
+	id.view = id.viewKey()
 	return id
 }
 
@@ -83,6 +85,13 @@ func (id Identity) MayReach(server string) bool {
 // on nothing else, so answers computed for one such caller can be kept
 // for the others.
 func (id Identity) ViewKey() string {
+	if id.view != "" {
+		return id.view // every request asks (sessions, the listing cache)
+	}
+	return id.viewKey()
+}
+
+func (id Identity) viewKey() string {
 	// Quoted elements: no scope or pattern can pass for two.
 	b := []byte("scopes")
 	for _, s := range slices.Compact(slices.Sorted(slices.Values(id.Scopes))) {

@@ -223,13 +223,23 @@ func refusal(id auth.Identity, env envelope, serverOf func(tool string) string) 
 	return checkTargets(id, auth.ToolScope(env.Params.Name), targets)
 }
 
-// rawTargets is targetsOf for raw JSON arguments.
+// rawTargets is targetsOf for raw JSON arguments. Keys are matched
+// exactly, as the handler reads them (a struct would match them in any
+// case), and only the targets' values are decoded (hangar_call's calls
+// may be large).
 func rawTargets(raw json.RawMessage) []string {
-	var m map[string]any
+	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return nil
 	}
-	return targetsOf(m)
+	args := map[string]any{}
+	for _, k := range targetKeys {
+		var s string
+		if json.Unmarshal(m[k], &s) == nil {
+			args[k] = s
+		}
+	}
+	return targetsOf(args)
 }
 
 // forGuard is what the guard needs of a checked message: its method, id

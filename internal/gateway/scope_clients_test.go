@@ -253,9 +253,11 @@ func TestScopeWithClients(t *testing.T) {
 			s.ah.Reload(auth.Settings{Auth: auth.NewAuthenticator(ctx, config.Auth{Tokens: scopeTokens()}, auth.Options{}), RateLimit: s.cfg.Auth.RateLimit})
 			select {
 			case <-w.ended:
-				if late := time.Since(from); late > time.Second {
+				late := time.Since(from)
+				if late > time.Second {
 					t.Errorf("the stream ended %s after the token was removed, want within 1s", late)
 				}
+				t.Logf("the stream ended %s after the token was removed", late)
 			case <-time.After(5 * time.Second):
 				t.Fatal("the stream is still open 5s after the token was removed")
 			}

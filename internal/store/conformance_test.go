@@ -557,3 +557,153 @@ func TestDeleteSecrets(t *testing.T) {
 		}
 	})
 }
+
+func TestMembers(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{})
+		a := Member{Instance: "prod", Replica: "gw-1", AdvertiseURL: "http://gw-1:8080", StartedAt: at, HeartbeatAt: at}
+		b := Member{Instance: "prod", Replica: "gw-0", AdvertiseURL: "http://gw-0:8080", StartedAt: at, HeartbeatAt: at}
+		other := Member{Instance: "staging", Replica: "gw-0", StartedAt: at, HeartbeatAt: at}
+		for _, m := range []Member{a, b, other} {
+			if err := s.Heartbeat(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A later beat with a zero StartedAt keeps when it started.
+		beat := Member{Instance: "prod", Replica: "gw-1", AdvertiseURL: "http://10.0.0.7:8080", HeartbeatAt: at.Add(time.Second)}
+		if err := s.Heartbeat(ctx, beat); err != nil {
+			t.Fatal(err)
+		}
+		beat.StartedAt = at
+		s = s.reopen(t, Options{})
+		got, err := s.Members(ctx, "prod")
+		if want := []Member{b, beat}; err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("members:\n got  %+v (%v)\n want %+v", got, err, want)
+		}
+		if err := s.DeleteMember(ctx, "prod", "gw-0"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Members(ctx, "prod"); len(got) != 1 || got[0].Replica != "gw-1" {
+			t.Errorf("after delete: %+v", got)
+		}
+		if got, _ := s.Members(ctx, "staging"); len(got) != 1 {
+			t.Errorf("another instance's members changed: %+v", got)
+		}
+		if err := s.Heartbeat(ctx, Member{Instance: "prod"}); err == nil {
+			t.Error("heartbeat without a replica: no error")
+		}
+	})
+}
+
+func TestMigrationsOnBothDrivers(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{})
+		count := func() (n int) {
+			t.Helper()
+			if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := count(); n != len(migrations) {
+			t.Fatalf("%d migrations recorded, want %d", n, len(migrations))
+		}
+		if err := s.PutDecision(ctx, Decision{Key: "k", Kind: DecisionApproved}); err != nil {
+			t.Fatal(err)
+		}
+		s = s.reopen(t, Options{})
+		if n := count(); n != len(migrations) {
+			t.Errorf("%d migrations recorded after reopening, want %d", n, len(migrations))
+		}
+		if ds, _ := s.Decisions(ctx); len(ds) != 1 {
+			t.Errorf("decisions after reopening: %+v", ds)
+		}
+		// A database from a newer hangar is refused, naming it.
+		if _, err := s.db.ExecContext(ctx, s.dialect.q(`INSERT INTO schema_migrations (version, name, applied_at)
+			VALUES (?, 'future', 0)`), latestVersion()+1); err != nil {
+			t.Fatal(err)
+		}
+		path := s.Path()
+		_ = s.Close()
+		_, err := s.again(t, Options{})
+		if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "newer hangar") {
+			t.Errorf("newer schema: %v", err)
+		}
+	})
+}
+
+func TestSecretsOnBothDrivers(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{KeystoreKey: testKey})
+		plain := []byte("sk-live-PLAINTEXT-must-not-be-stored")
+		for _, ref := range []string{"fetch/API_KEY", "fetch/OTHER"} {
+			if err := s.PutSecret(ctx, ref, plain); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s = s.reopen(t, Options{KeystoreKey: testKey})
+		if got, err := s.Secret(ctx, "fetch/API_KEY"); err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("Secret = %q, %v", got, err)
+		}
+		if _, err := s.Secret(ctx, "absent"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("absent secret: %v", err)
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT ciphertext FROM keystore ORDER BY ref`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cts [][]byte
+		for rows.Next() {
+			var ct []byte
+			if err := rows.Scan(&ct); err != nil {
+				t.Fatal(err)
+			}
+			cts = append(cts, ct)
+		}
+		rows.Close()
+		if len(cts) != 2 || bytes.Equal(cts[0], cts[1]) || bytes.Contains(cts[0], plain) {
+			t.Errorf("ciphertexts %x: want two distinct, without the plaintext", cts)
+		}
+		// Another key is refused, not taken for garbage: by Secret, or
+		// (PostgreSQL, which replicas share) already by the open.
+		_ = s.Close()
+		r, err := s.again(t, Options{KeystoreKey: bytes.Repeat([]byte{1}, keySize)})
+		if err == nil {
+			_, err = r.Secret(ctx, "fetch/API_KEY")
+		}
+		if !errors.Is(err, ErrKeystoreKey) {
+			t.Errorf("another key: %v, want ErrKeystoreKey", err)
+		}
+	})
+}
+
+func TestImportDecisionsOnce(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{})
+		if err := s.PutDecision(ctx, Decision{Key: "web", Kind: DecisionApproved, Fingerprint: "newer", At: at}); err != nil {
+			t.Fatal(err)
+		}
+		old := []Decision{
+			{Key: "web", Kind: DecisionApproved, Fingerprint: "older", At: at},
+			{Key: "api", Kind: DecisionQuarantined, Fingerprint: "f", At: at},
+		}
+		if ok, err := s.ImportDecisions(ctx, "legacy", old); !ok || err != nil {
+			t.Fatalf("first import: %v, %v", ok, err)
+		}
+		if ok, err := s.ImportDecisions(ctx, "legacy", []Decision{{Key: "x", Kind: DecisionApproved}}); ok || err != nil {
+			t.Fatalf("second import: %v, %v", ok, err)
+		}
+		if done, err := s.Imported(ctx, "legacy"); !done || err != nil {
+			t.Errorf("Imported = %v, %v", done, err)
+		}
+		got, _ := s.Decisions(ctx)
+		want := []Decision{old[1], {Key: "web", Kind: DecisionApproved, Fingerprint: "newer", At: at}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("decisions:\n got  %+v\n want %+v", got, want)
+		}
+	})
+}

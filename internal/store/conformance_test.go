@@ -18,21 +18,9 @@ import (
 
 // The conformance suite: every test here runs against both drivers, each
 // in a database of its own (SQLite: a file in a temporary directory;
-// PostgreSQL: a fresh schema in the cluster TestMain started).
+// PostgreSQL: a fresh schema in the test binary's cluster).
 
-var (
-	cluster    *pgtest.Cluster
-	clusterErr error
-)
-
-func TestMain(m *testing.M) {
-	cluster, clusterErr = pgtest.Start(false)
-	code := m.Run()
-	if cluster != nil {
-		cluster.Remove()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // testDB is a store of either driver, as the tests use it.
 type testDB struct {
@@ -107,7 +95,7 @@ func openSQLiteDB(t *testing.T, opts Options) *testDB {
 // pgConfig is a fresh schema of the test cluster.
 func pgConfig(t *testing.T) PostgresConfig {
 	t.Helper()
-	c := pgtest.Need(t, cluster, clusterErr)
+	c := pgtest.Shared(t)
 	u, err := c.Schema(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ func TestRedactURL(t *testing.T) {
 // the URL) is in no error, log line or Path; the URL names the database.
 func TestPostgresPasswordNeverShown(t *testing.T) {
 	t.Parallel()
-	c := pgtest.Need(t, cluster, clusterErr)
+	c := pgtest.Shared(t)
 	cfg := pgConfig(t)
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))

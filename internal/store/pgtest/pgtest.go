@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -250,6 +251,33 @@ func (c *Cluster) Schema(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("pgtest: create schema: %w", err)
 	}
 	return c.URL(Database, "search_path", name), nil
+}
+
+// shared is the cluster of a test binary, started by the first test that
+// asks for it.
+var shared struct {
+	once sync.Once
+	c    *Cluster
+	err  error
+}
+
+// Shared is the test binary's cluster, started on first use (with fsync
+// off); it ends the test as Need does when there is none. Call Main from
+// TestMain so that the cluster is removed at the end.
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	shared.once.Do(func() { shared.c, shared.err = Start(false) })
+	return Need(t, shared.c, shared.err)
+}
+
+// Main runs the tests and then removes the shared cluster, if one was
+// started; TestMain passes its result to os.Exit.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared.c != nil {
+		shared.c.Remove()
+	}
+	return code
 }
 
 // Need returns c, or ends the test when the cluster could not be started

@@ -3,7 +3,8 @@
 // listening on 127.0.0.1 on a free port, with its files in a temporary
 // directory. PostgreSQL refuses to run as root, so under root the cluster
 // runs as the postgres user (runuser). One cluster serves a test binary
-// (start it in TestMain); each test takes a fresh schema of its own.
+// (Shared, removed by Main from TestMain); each test takes a fresh schema
+// of its own. A test that stops the server starts a cluster of its own.
 //
 // Without PostgreSQL the tests that need it skip, saying why; with
 // CI=true they fail instead, since CI must run them.

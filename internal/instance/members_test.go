@@ -169,7 +169,7 @@ func TestReapGone(t *testing.T) {
 		for _, r := range []string{"dead", "stuck", "live"} {
 			_ = member(st, r).Join(ctx)
 		}
-		time.Sleep(5 * time.Second) // everyone's heartbeat is now stale…
+		time.Sleep(5 * time.Second)                                            // everyone's heartbeat is now stale…
 		_ = st.Heartbeat(ctx, store.Member{Instance: "prod", Replica: "live"}) // …but live's
 		_ = st.Heartbeat(ctx, store.Member{Instance: "prod", Replica: "gw-0"})
 		var reaped []string

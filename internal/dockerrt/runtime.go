@@ -48,10 +48,10 @@ type Runtime struct {
 	// instance share a store ("" otherwise): its containers carry it and
 	// its reaps are limited to them.
 	replica string
-	log   *slog.Logger
-	oom   *oomTracker
-	live  *liveSet
-	guard func(context.Context) error
+	log     *slog.Logger
+	oom     *oomTracker
+	live    *liveSet
+	guard   func(context.Context) error
 }
 
 // SetReplica makes the Runtime one replica of its instance (see

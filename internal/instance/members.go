@@ -196,3 +196,13 @@ func (m *Membership) ReapGone(ctx context.Context, reap func(ctx context.Context
 func (m *Membership) Leave(ctx context.Context) error {
 	return m.Store.DeleteMember(ctx, m.Self.Instance, m.Self.Replica)
 }
+
+// CheckReplica validates a replica name (--replica, $HANGAR_REPLICA): it
+// is a label value and a log field, so the instance name's rules apply.
+func CheckReplica(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("replica name %q: use 1-100 letters, digits, '_', '.' or '-', starting with a letter or digit "+
+			"(set --replica or $HANGAR_REPLICA)", name)
+	}
+	return nil
+}

@@ -54,8 +54,13 @@ func TestReplicasOnSharedStore(t *testing.T) {
 		t.Fatalf("replicas %s, want [r1 r2]", got)
 	}
 
-	// A replica that died an hour ago, and a container it left.
-	if err := st.Heartbeat(ctx, store.Member{Instance: instance, Replica: "ghost",
+	// A replica on this engine that died an hour ago, and a container it
+	// left.
+	info, err := docker.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Heartbeat(ctx, store.Member{Instance: instance, Replica: "ghost", Engine: info.Info.ID,
 		StartedAt: time.Now().Add(-2 * time.Hour), HeartbeatAt: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

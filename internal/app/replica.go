@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -39,7 +41,7 @@ func (a *App) joinReplicas(ctx context.Context, o Options) error {
 		advertise = "http://" + o.Listen
 	}
 	m := &instance.Membership{Store: members, Log: a.Log.With("component", "replicas"),
-		Self: store.Member{Instance: a.Instance, Replica: name, AdvertiseURL: advertise}}
+		Self: store.Member{Instance: a.Instance, Replica: name, AdvertiseURL: advertise, Engine: a.engineID(ctx)}}
 	jctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := m.Join(jctx); err != nil {
@@ -86,4 +88,17 @@ func (a *App) leaveReplicas(ctx context.Context) error {
 		return nil
 	}
 	return a.member.Leave(ctx)
+}
+
+// engineID is the Docker engine's ID, "" when it cannot be asked: such a
+// replica reaps only replicas that did not know their engine either.
+func (a *App) engineID(ctx context.Context) string {
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	info, err := a.docker.Info(ictx, client.InfoOptions{})
+	if err != nil {
+		a.Log.Warn("docker engine unavailable: this replica reaps no other replica's containers until restarted", "error", err)
+		return ""
+	}
+	return info.Info.ID
 }

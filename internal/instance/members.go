@@ -46,7 +46,7 @@ func (e *ReplicaTakenError) Is(target error) bool { return target == ErrReplicaT
 // Membership is this replica's row in the shared store.
 type Membership struct {
 	Store store.Members
-	// Self names the replica: Instance, Replica, AdvertiseURL.
+	// Self names the replica: Instance, Replica, AdvertiseURL, Engine.
 	Self store.Member
 	// Every is the heartbeat interval (DefaultHeartbeat); a replica is
 	// gone once its heartbeat is 3 × Every old.
@@ -149,7 +149,10 @@ func (m *Membership) Run(ctx context.Context) {
 	}
 }
 
-// Gone lists the instance's other replicas whose heartbeat stopped.
+// Gone lists the instance's other replicas on this replica's engine whose
+// heartbeat stopped. A replica on another engine is left to a live one
+// there: its containers are out of reach from here, and forgetting its
+// row would leave them to no one.
 func (m *Membership) Gone(ctx context.Context) ([]store.Member, error) {
 	ms, err := m.Store.Members(ctx, m.Self.Instance)
 	if err != nil {
@@ -157,7 +160,7 @@ func (m *Membership) Gone(ctx context.Context) ([]store.Member, error) {
 	}
 	var gone []store.Member
 	for _, x := range ms {
-		if x.Replica != m.Self.Replica && time.Since(x.HeartbeatAt) >= m.ttl() {
+		if x.Replica != m.Self.Replica && x.Engine == m.Self.Engine && time.Since(x.HeartbeatAt) >= m.ttl() {
 			gone = append(gone, x)
 		}
 	}

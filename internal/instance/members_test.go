@@ -70,7 +70,7 @@ func (s *memberStore) get(replica string) (store.Member, bool) {
 var _ store.Members = (*memberStore)(nil)
 
 func member(st store.Members, replica string) *Membership {
-	return &Membership{Store: st, Self: store.Member{Instance: "prod", Replica: replica, AdvertiseURL: "http://" + replica + ":8080"},
+	return &Membership{Store: st, Self: store.Member{Instance: "prod", Replica: replica, AdvertiseURL: "http://" + replica + ":8080", Engine: "E"},
 		Every: time.Second, Log: slog.New(slog.DiscardHandler)}
 }
 
@@ -169,6 +169,9 @@ func TestReapGone(t *testing.T) {
 		for _, r := range []string{"dead", "stuck", "live"} {
 			_ = member(st, r).Join(ctx)
 		}
+		elsewhere := member(st, "elsewhere") // on another engine: out of reach
+		elsewhere.Self.Engine = "F"
+		_ = elsewhere.Join(ctx)
 		time.Sleep(5 * time.Second)                                            // everyone's heartbeat is now stale…
 		_ = st.Heartbeat(ctx, store.Member{Instance: "prod", Replica: "live"}) // …but live's
 		_ = st.Heartbeat(ctx, store.Member{Instance: "prod", Replica: "gw-0"})
@@ -181,7 +184,7 @@ func TestReapGone(t *testing.T) {
 			return nil
 		})
 		if len(reaped) != 2 || reaped[0] != "dead" || reaped[1] != "stuck" {
-			t.Errorf("reaped %v, want the two gone replicas only", reaped)
+			t.Errorf("reaped %v, want the two gone replicas on this engine only", reaped)
 		}
 		if len(removed) != 1 || removed[0] != "dead" || err == nil {
 			t.Errorf("removed %v, %v; want dead removed and stuck's failure reported", removed, err)
@@ -192,7 +195,7 @@ func TestReapGone(t *testing.T) {
 		if _, ok := st.get("stuck"); !ok {
 			t.Error("stuck's row removed although its reap failed")
 		}
-		for _, r := range []string{"gw-0", "live"} {
+		for _, r := range []string{"gw-0", "live", "elsewhere"} {
 			if _, ok := st.get(r); !ok {
 				t.Errorf("%s removed", r)
 			}

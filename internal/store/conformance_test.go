@@ -550,7 +550,7 @@ func TestMembers(t *testing.T) {
 	conform(t, func(t *testing.T, drv storeDriver) {
 		ctx := t.Context()
 		s := drv.open(t, Options{})
-		a := Member{Instance: "prod", Replica: "gw-1", AdvertiseURL: "http://gw-1:8080", StartedAt: at, HeartbeatAt: at}
+		a := Member{Instance: "prod", Replica: "gw-1", AdvertiseURL: "http://gw-1:8080", Engine: "E1", StartedAt: at, HeartbeatAt: at}
 		b := Member{Instance: "prod", Replica: "gw-0", AdvertiseURL: "http://gw-0:8080", StartedAt: at, HeartbeatAt: at}
 		other := Member{Instance: "staging", Replica: "gw-0", StartedAt: at, HeartbeatAt: at}
 		for _, m := range []Member{a, b, other} {
@@ -559,7 +559,7 @@ func TestMembers(t *testing.T) {
 			}
 		}
 		// A later beat with a zero StartedAt keeps when it started.
-		beat := Member{Instance: "prod", Replica: "gw-1", AdvertiseURL: "http://10.0.0.7:8080", HeartbeatAt: at.Add(time.Second)}
+		beat := Member{Instance: "prod", Replica: "gw-1", AdvertiseURL: "http://10.0.0.7:8080", Engine: "E1", HeartbeatAt: at.Add(time.Second)}
 		if err := s.Heartbeat(ctx, beat); err != nil {
 			t.Fatal(err)
 		}

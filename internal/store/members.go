@@ -12,8 +12,11 @@ type Member struct {
 	Instance     string
 	Replica      string
 	AdvertiseURL string // where the other replicas reach it
-	StartedAt    time.Time
-	HeartbeatAt  time.Time
+	// Engine is the ID of the Docker engine its containers run on: only a
+	// replica on the same engine can remove them.
+	Engine      string
+	StartedAt   time.Time
+	HeartbeatAt time.Time
 }
 
 // Members is replica membership: each replica beats its row, and a row
@@ -34,16 +37,16 @@ func (s *sqlStore) Heartbeat(ctx context.Context, m Member) error {
 		return errors.New("store: heartbeat: instance and replica are required")
 	}
 	return s.exec(ctx, "heartbeat "+m.Instance+"/"+m.Replica, `INSERT INTO replicas
-		(instance, replica, advertise_url, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)
+		(instance, replica, advertise_url, engine, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (instance, replica) DO UPDATE SET advertise_url = excluded.advertise_url,
-			heartbeat_at = excluded.heartbeat_at,
+			engine = excluded.engine, heartbeat_at = excluded.heartbeat_at,
 			started_at = CASE WHEN ? THEN replicas.started_at ELSE excluded.started_at END`,
-		m.Instance, m.Replica, m.AdvertiseURL, nanos(nowOr(m.StartedAt)), nanos(nowOr(m.HeartbeatAt)), m.StartedAt.IsZero())
+		m.Instance, m.Replica, m.AdvertiseURL, m.Engine, nanos(nowOr(m.StartedAt)), nanos(nowOr(m.HeartbeatAt)), m.StartedAt.IsZero())
 }
 
 // Members lists instance's replicas by name.
 func (s *sqlStore) Members(ctx context.Context, instance string) ([]Member, error) {
-	rows, err := s.query(ctx, `SELECT instance, replica, advertise_url, started_at, heartbeat_at FROM replicas
+	rows, err := s.query(ctx, `SELECT instance, replica, advertise_url, engine, started_at, heartbeat_at FROM replicas
 		WHERE instance = ? ORDER BY replica`, instance)
 	if err != nil {
 		return nil, fmt.Errorf("store: members: %w", err)
@@ -53,7 +56,7 @@ func (s *sqlStore) Members(ctx context.Context, instance string) ([]Member, erro
 	for rows.Next() {
 		var m Member
 		var started, beat int64
-		if err := rows.Scan(&m.Instance, &m.Replica, &m.AdvertiseURL, &started, &beat); err != nil {
+		if err := rows.Scan(&m.Instance, &m.Replica, &m.AdvertiseURL, &m.Engine, &started, &beat); err != nil {
 			return nil, fmt.Errorf("store: members: %w", err)
 		}
 		m.StartedAt, m.HeartbeatAt = fromNanos(started), fromNanos(beat)

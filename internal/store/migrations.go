@@ -167,6 +167,7 @@ CREATE TABLE replicas (
 	instance      TEXT   NOT NULL,
 	replica       TEXT   NOT NULL,
 	advertise_url TEXT   NOT NULL DEFAULT '',
+	engine        TEXT   NOT NULL DEFAULT '',
 	started_at    BIGINT NOT NULL DEFAULT 0,
 	heartbeat_at  BIGINT NOT NULL DEFAULT 0,
 	PRIMARY KEY (instance, replica)

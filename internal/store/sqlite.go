@@ -32,7 +32,8 @@ type Options struct {
 	AuditPerServer int
 	// KeystoreKey is the keystore's AES-256 key (32 bytes). Nil: the key
 	// in $HANGAR_KEYSTORE_KEY (base64), else the file keystore.key beside
-	// the database, created on first use (an in-memory store makes up a
+	// the database (PostgreSQL: in PostgresConfig.KeyDir), created on
+	// first use while no secret is sealed (an in-memory store makes up a
 	// key for its lifetime).
 	KeystoreKey []byte
 	// Log receives run-time write failures (default slog.Default()).

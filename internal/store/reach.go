@@ -140,7 +140,11 @@ func (r *reachability) close() {
 	if r == nil {
 		return
 	}
+	// Under mu: observe checks ctx and starts the goroutine under it too,
+	// so none starts after this.
+	r.mu.Lock()
 	r.stop()
+	r.mu.Unlock()
 	r.wg.Wait()
 }
 

@@ -123,6 +123,8 @@ func serve(args []string) error {
 	instance := fs.String("instance", os.Getenv("HANGAR_INSTANCE"), "instance name labelled on containers; instances never touch each other's containers, and one name runs once per engine (default: the compose project, else \"default\")")
 	origins := fs.String("allow-origin", os.Getenv("HANGAR_ALLOWED_ORIGINS"), "comma-separated browser origins allowed besides loopback ones")
 	dataDir := fs.String("data-dir", "", "directory of the state that survives restarts (default $HANGAR_DATA_DIR, data_dir:, else $XDG_STATE_HOME/hangar/<instance>)")
+	replica := fs.String("replica", os.Getenv("HANGAR_REPLICA"), "this gateway's name among the replicas of its instance when the store is shared (store.url); labels its containers (default the host name)")
+	advertise := fs.String("advertise-url", os.Getenv("HANGAR_ADVERTISE_URL"), "where the other replicas reach this one (default http://<listen address>)")
 	drain := fs.Duration("drain-timeout", 10*time.Second, "how long SIGTERM waits for requests in flight")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -138,7 +140,7 @@ func serve(args []string) error {
 	// takes the instance and touches any container, and the lease records
 	// the address bound.
 	var ln net.Listener
-	opts := app.Options{Instance: *instance, DataDir: *dataDir}
+	opts := app.Options{Instance: *instance, DataDir: *dataDir, Replica: *replica, AdvertiseURL: *advertise}
 	if !*stdio {
 		if ln, err = net.Listen("tcp", *listen); err != nil {
 			return err

@@ -63,6 +63,10 @@ type Options struct {
 	// instance lease so that a gateway on another host can check that this
 	// one is alive; "" when it serves stdio.
 	Listen string
+	// Replica names this gateway among the replicas of its instance when
+	// the store is shared (default the host name); AdvertiseURL is where
+	// the other replicas reach it (default http://<Listen>).
+	Replica, AdvertiseURL string
 }
 
 // App is a running gateway.
@@ -95,6 +99,7 @@ type App struct {
 	lease     *instance.Lease // nil until taken
 	released  bool            // after Close: never taken again
 	holder    instance.Holder
+	member    *instance.Membership // with a shared store: replaces the lease
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -156,8 +161,17 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		_ = cli.Close()
 		return nil, err
 	}
+	if err := a.joinReplicas(ctx, o); err != nil {
+		cancel()
+		_ = cli.Close()
+		_ = a.Store.Close()
+		return nil, err
+	}
 	a.holder = instance.Self(a.Instance, a.self, o.Listen)
 	a.Runtime = dockerrt.New(cli, a.Instance, log)
+	if a.member != nil {
+		a.Runtime.SetReplica(a.member.Self.Replica)
+	}
 	a.Runtime.SetGuard(a.holdLease)
 
 	// A dead engine at start-up is not fatal: remote providers still work
@@ -281,6 +295,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	a.goOwned(func() { a.Runtime.WatchEvents(ctx, cli, a.Engine, a.reconcile) })
 	a.goOwned(func() { a.Providers.RunWorkers(ctx, tick) })
+	a.runReplicas(ctx)
 	if cfg.ConfigReload.Enabled {
 		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
 	}
@@ -361,6 +376,9 @@ func (a *App) holdLease(ctx context.Context) error {
 	if a.released {
 		return errors.New("the gateway is shut down")
 	}
+	if a.member != nil { // replicas: the membership row is the claim
+		return nil
+	}
 	l, err := instance.Acquire(ctx, &instance.Checker{API: a.docker, Self: a.holder})
 	if err != nil {
 		return err
@@ -379,6 +397,9 @@ func (a *App) releaseLease(ctx context.Context) error {
 	a.leaseMu.Lock()
 	defer a.leaseMu.Unlock()
 	a.released = true
+	if a.member != nil {
+		return a.leaveReplicas(ctx)
+	}
 	if a.lease == nil {
 		return nil
 	}

@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -17,23 +19,40 @@ import (
 const legacyImportMarker = discovery.StateFile
 
 // openStore resolves the data directory (--data-dir > $HANGAR_DATA_DIR >
-// data_dir: > default), opens the store there and imports round 1's
-// discovery decisions once.
+// data_dir: > default), opens the store (PostgreSQL when store.url or
+// $HANGAR_STORE_URL names one, else SQLite in the data directory) and
+// imports round 1's discovery decisions once.
 func (a *App) openStore(ctx context.Context, o Options, instance string) error {
 	dir, err := config.ResolveDataDir(o.DataDir, a.Config.DataDir, instance)
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenDir(dir, store.Options{Log: a.Log.With("component", "store")})
+	st, err := openStoreIn(dir, a.Config.Store, store.Options{Log: a.Log.With("component", "store")})
 	if err != nil {
 		return err
 	}
 	a.Store, a.DataDir = st, dir
 	// Everything that reads the config afterwards sees where state lives.
 	a.Config.DataDir = dir
-	a.Log.Info("store open", "path", st.Path())
+	a.Log.Info("store open", "path", st.Path(), "shared", a.Config.Store.Shared())
 	a.importLegacy(ctx, st, dir)
 	return nil
+}
+
+// openStoreIn opens the store cfg selects; the data directory still holds
+// the rest of the local state (and the keystore key file, when no key is
+// in the environment).
+func openStoreIn(dir string, cfg config.Store, opts store.Options) (interface {
+	store.Store
+	store.Importer
+}, error) {
+	if !cfg.Shared() {
+		return store.OpenDir(dir, opts)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	return store.OpenPostgres(store.PostgresConfig{URL: cfg.URL, PasswordFile: cfg.PasswordFile, KeyDir: dir}, opts)
 }
 
 // importLegacy imports <dir>/discovery-state.json into st once and leaves

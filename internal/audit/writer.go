@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -26,8 +27,13 @@ const (
 	// the first of a batch: one transaction (and fsync) then carries the
 	// entries of many calls, not one each.
 	DefaultLinger = 50 * time.Millisecond
-	// flushTimeout bounds one batch write, and the final flush at Close.
+	// flushTimeout bounds one batch write, and the retries of a batch
+	// once the writer is closing.
 	flushTimeout = 10 * time.Second
+	// Bounds of the backoff between retries while the store is
+	// unreachable.
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 5 * time.Second
 )
 
 // ErrQueueFull is AppendAudit's answer for an entry it dropped; the writer
@@ -66,6 +72,9 @@ type Writer struct {
 	metric  prometheus.Counter
 	log     *slog.Logger
 	dropped atomic.Uint64
+	// stopBy is when a closing writer stops retrying an unreachable
+	// store (zero while running); only Run's goroutine uses it.
+	stopBy time.Time
 }
 
 var _ store.Audit = (*Writer)(nil)
@@ -135,9 +144,9 @@ func (w *Writer) Run(ctx context.Context) {
 	for {
 		select {
 		case e := <-w.queue:
-			w.write(w.gather(ctx, e))
+			w.write(ctx, w.gather(ctx, e))
 		case <-ctx.Done():
-			w.flush()
+			w.flush(ctx)
 			w.reportDrops(&reported)
 			return
 		}
@@ -182,12 +191,12 @@ func (w *Writer) collect(first store.AuditEntry) []store.AuditEntry {
 	return b
 }
 
-// flush writes everything queued, batch by batch.
-func (w *Writer) flush() {
+// flush writes everything queued, batch by batch (ctx has ended).
+func (w *Writer) flush(ctx context.Context) {
 	for {
 		select {
 		case e := <-w.queue:
-			w.write(w.collect(e))
+			w.write(ctx, w.collect(e))
 		default:
 			return
 		}
@@ -195,13 +204,52 @@ func (w *Writer) flush() {
 }
 
 // write stores one batch. Its own context: a batch is not cut off because
-// the gateway is shutting down; a failure is logged (the store also keeps
-// it for hangar_health) and the entries stay in the log.
-func (w *Writer) write(b []store.AuditEntry) {
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-	defer cancel()
-	if err := w.st.AppendAuditBatch(ctx, b); err != nil {
-		w.log.Warn("audit entries not stored", "count", len(b), "error", err)
+// the gateway is shutting down. While the store is unreachable
+// (store.ErrUnavailable: a PostgreSQL server that is down) the batch is
+// retried with backoff, and calls keep queueing behind it; once ctx ends
+// the retries stop after flushTimeout. Any other failure is logged (the
+// store also keeps it for hangar_health) and the entries stay in the log.
+func (w *Writer) write(ctx context.Context, b []store.AuditEntry) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = retryFirst, retryMax
+	bo.Reset()
+	for retried := false; ; retried = true {
+		wctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		err := w.st.AppendAuditBatch(wctx, b)
+		cancel()
+		switch {
+		case err == nil:
+			if retried {
+				w.log.Info("audit entries stored after the store came back", "count", len(b))
+			}
+			return
+		case !errors.Is(err, store.ErrUnavailable):
+			w.log.Warn("audit entries not stored", "count", len(b), "error", err)
+			return
+		case !retried:
+			w.log.Warn("audit store unreachable: entries wait in the queue and are retried", "count", len(b),
+				"queued", len(w.queue), "queue_max", cap(w.queue), "error", err)
+		}
+		// Closing: one deadline for all that is left, not one per batch.
+		if ctx.Err() != nil && w.stopBy.IsZero() {
+			w.stopBy = time.Now().Add(flushTimeout)
+		}
+		wait, done := bo.NextBackOff(), ctx.Done()
+		if !w.stopBy.IsZero() {
+			left := time.Until(w.stopBy)
+			if left <= 0 {
+				w.log.Error("audit entries not stored: the store stayed unreachable through shutdown (they are in the log)",
+					"count", len(b), "error", err)
+				return
+			}
+			wait, done = min(wait, left), nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-done: // closing: retry now, then against the deadline
+			t.Stop()
+		}
 	}
 }
 

@@ -26,6 +26,9 @@ const (
 var CommandEnv = map[string]bool{
 	"HANGAR_LISTEN": true, "HANGAR_INSTANCE": true, "HANGAR_ALLOWED_ORIGINS": true, "HANGAR_URL": true,
 	"HANGAR_TOKEN": true, "HANGAR_TOKEN_FILE": true,
+	"HANGAR_REPLICA": true, "HANGAR_ADVERTISE_URL": true,
+	// store.url, read by the store section (HANGAR_STORE__URL works too)
+	StoreURLEnv: true,
 }
 
 // SecretEnvPrefix starts variables that hold secrets for hot-loaded servers

@@ -77,6 +77,9 @@ type Config struct {
 	// installed servers, by command name.
 	Runtimes map[string]Runtime
 	Install  Install
+	// Store selects where durable state lives: PostgreSQL (shared by
+	// replicas) when it has a URL, else SQLite in DataDir.
+	Store Store
 }
 
 // Server is one configured MCP server (provider) or group.

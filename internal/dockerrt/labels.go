@@ -9,6 +9,10 @@ const (
 	// that the reaper of one gateway never removes another's containers when
 	// several share an engine.
 	LabelOwner = "io.mcp-hangar.owner"
+	// LabelReplica names the replica of the instance that created the
+	// container when replicas share a store: a replica reaps only its own,
+	// and a live one those of a replica whose heartbeat stopped.
+	LabelReplica = "io.mcp-hangar.replica"
 	// LabelCreate carries a nonce of one creation, so that the reaper
 	// recognises a container whose creation is still under way.
 	LabelCreate = "io.mcp-hangar.create"

@@ -30,11 +30,15 @@ func (r *Runtime) ReapAll(ctx context.Context) (int, error) {
 }
 
 func (r *Runtime) reap(ctx context.Context, keep func(id, nonce string) bool) (int, error) {
+	return r.reapMatching(ctx, r.ownFilter(), keep)
+}
+
+func (r *Runtime) reapMatching(ctx context.Context, filter client.Filters, keep func(id, nonce string) bool) (int, error) {
 	if err := r.checkGuard(ctx); err != nil {
 		return 0, err
 	}
 	lctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
-	list, err := r.api.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: r.ownFilter()})
+	list, err := r.api.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: filter})
 	cancel()
 	if err != nil {
 		return 0, fmt.Errorf("list managed containers: %w", err)
@@ -52,7 +56,26 @@ func (r *Runtime) reap(ctx context.Context, keep func(id, nonce string) bool) (i
 }
 
 func (r *Runtime) ownFilter() client.Filters {
-	return make(client.Filters).Add("label", LabelManaged+"=true", LabelOwner+"="+r.owner)
+	return r.replicaFilter(r.replica)
+}
+
+// replicaFilter selects the instance's managed containers, only those of
+// replica when it is not "".
+func (r *Runtime) replicaFilter(replica string) client.Filters {
+	f := make(client.Filters).Add("label", LabelManaged+"=true", LabelOwner+"="+r.owner)
+	if replica != "" {
+		f.Add("label", LabelReplica+"="+replica)
+	}
+	return f
+}
+
+// ReapReplica removes every managed container of another replica of this
+// instance: one whose heartbeat stopped, so nothing tracks them any more.
+func (r *Runtime) ReapReplica(ctx context.Context, replica string) (int, error) {
+	if replica == "" || replica == r.replica {
+		return 0, fmt.Errorf("reap replica %q: not another replica", replica)
+	}
+	return r.reapMatching(ctx, r.replicaFilter(replica), func(string, string) bool { return false })
 }
 
 // liveSet is what the Runtime has created and not yet seen gone: creation

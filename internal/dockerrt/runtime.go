@@ -44,11 +44,19 @@ var ErrImageNotFound = errors.New("image not found")
 type Runtime struct {
 	api   API
 	owner string
-	log   *slog.Logger
-	oom   *oomTracker
-	live  *liveSet
-	guard func(context.Context) error
+	// replica is this gateway's replica name when replicas of the
+	// instance share a store ("" otherwise): its containers carry it and
+	// its reaps are limited to them.
+	replica string
+	log     *slog.Logger
+	oom     *oomTracker
+	live    *liveSet
+	guard   func(context.Context) error
 }
+
+// SetReplica makes the Runtime one replica of its instance (see
+// LabelReplica). Call it before the first Run or Reap.
+func (r *Runtime) SetReplica(name string) { r.replica = name }
 
 // New returns a Runtime creating containers labelled with owner.
 func New(api API, owner string, log *slog.Logger) *Runtime {
@@ -111,7 +119,7 @@ func (c *Container) Exit() string {
 // start so no early output is lost; the wait is registered before start too
 // so that even an instant exit is seen.
 func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
-	spec.Owner = r.owner
+	spec.Owner, spec.Replica = r.owner, r.replica
 	cfg, host, netCfg, err := Build(spec)
 	if err != nil {
 		return nil, err

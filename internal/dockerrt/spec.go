@@ -27,6 +27,7 @@ const (
 type Spec struct {
 	ServerID    string
 	Owner       string // gateway instance, see LabelOwner
+	Replica     string // replica of the instance, see LabelReplica; "" without replicas
 	Image       string
 	Args        []string
 	Env         map[string]string
@@ -82,6 +83,9 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 	labels[LabelManaged] = "true"
 	labels[LabelServer] = s.ServerID
 	labels[LabelOwner] = s.Owner
+	if s.Replica != "" {
+		labels[LabelReplica] = s.Replica
+	}
 
 	env := make([]string, 0, len(s.Env))
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {

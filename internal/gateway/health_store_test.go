@@ -48,3 +48,36 @@ func TestHealthShowsStore(t *testing.T) {
 		t.Errorf("failing store: status %v, store %v", hh["status"], hh["store"])
 	}
 }
+
+// reachStore is a StoreStatus that can be unreachable, as PostgreSQL's is.
+type reachStore struct {
+	fakeStore
+	unreachable error
+}
+
+func (r *reachStore) Unreachable() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unreachable
+}
+
+func TestHealthShowsUnreachableStore(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, newFakeLauncher(), nil)
+	st := &reachStore{}
+	h.g.Store = st
+	hh := h.ok(t, "hangar_health", nil)
+	want := map[string]any{"path": "/data/hangar.db", "ok": true, "last_write_error": nil, "reachable": true, "unreachable_error": nil}
+	if !reflect.DeepEqual(hh["store"], want) || hh["status"] != "healthy" {
+		t.Errorf("reachable store: status %v, store %v", hh["status"], hh["store"])
+	}
+	st.mu.Lock()
+	st.unreachable = errors.New("database postgres://hangar@db:5432/hangar is unreachable (connection refused); retrying in the background")
+	st.mu.Unlock()
+	hh = h.ok(t, "hangar_health", nil)
+	want = map[string]any{"path": "/data/hangar.db", "ok": false, "last_write_error": nil, "reachable": false,
+		"unreachable_error": "database postgres://hangar@db:5432/hangar is unreachable (connection refused); retrying in the background"}
+	if !reflect.DeepEqual(hh["store"], want) || hh["status"] != "degraded" {
+		t.Errorf("unreachable store: status %v, store %v", hh["status"], hh["store"])
+	}
+}

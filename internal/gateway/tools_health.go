@@ -246,5 +246,13 @@ func storeHealth(st StoreStatus) map[string]any {
 	if werr != nil {
 		out["last_write_error"] = werr.Error()
 	}
+	// A store that can go away (PostgreSQL) also says whether it is
+	// reachable now, before any write has failed.
+	if r, ok := st.(interface{ Unreachable() error }); ok {
+		out["reachable"], out["unreachable_error"] = true, nil
+		if uerr := r.Unreachable(); uerr != nil {
+			out["reachable"], out["unreachable_error"], out["ok"] = false, uerr.Error(), false
+		}
+	}
 	return out
 }

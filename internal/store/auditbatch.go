@@ -13,19 +13,21 @@ type AuditBatcher interface {
 	AppendAuditBatch(ctx context.Context, es []AuditEntry) error
 }
 
-var _ AuditBatcher = (*SQLite)(nil)
-
 // AppendAuditBatch appends es in order, in one transaction (all or none),
 // and then drops the entries of each server in es beyond
 // Options.AuditPerServer, oldest first, as AppendAudit does.
-func (s *SQLite) AppendAuditBatch(ctx context.Context, es []AuditEntry) error {
+func (s *sqlStore) AppendAuditBatch(ctx context.Context, es []AuditEntry) error {
 	if len(es) == 0 {
 		return nil
 	}
+	return s.appendAudit(ctx, fmt.Sprintf("append audit batch of %d", len(es)), es)
+}
+
+func (s *sqlStore) appendAudit(ctx context.Context, what string, es []AuditEntry) error {
 	s.auditMu.Lock()
 	defer s.auditMu.Unlock()
 	var rows map[string]int
-	err := s.write(ctx, fmt.Sprintf("append audit batch of %d", len(es)), func(tx *sql.Tx) error {
+	err := s.write(ctx, what, func(t tx) error {
 		// Many rows per INSERT: each statement run costs database/sql and
 		// the driver a fixed amount (about 12 µs of CPU here), which one
 		// row each made the bulk of the audit trail's cost under load.
@@ -42,14 +44,14 @@ func (s *SQLite) AppendAuditBatch(ctx context.Context, es []AuditEntry) error {
 			var err error
 			if n == auditRowsPerInsert {
 				if full == nil {
-					if full, err = tx.PrepareContext(ctx, auditInsert(n)); err != nil {
+					if full, err = t.prepare(ctx, auditInsert(n)); err != nil {
 						return err
 					}
 					defer full.Close()
 				}
 				_, err = full.ExecContext(ctx, args...)
 			} else {
-				_, err = tx.ExecContext(ctx, auditInsert(n), args...)
+				_, err = t.exec(ctx, auditInsert(n), args...)
 			}
 			if err != nil {
 				return err
@@ -57,7 +59,7 @@ func (s *SQLite) AppendAuditBatch(ctx context.Context, es []AuditEntry) error {
 			rest = rest[n:]
 		}
 		var err error
-		rows, err = s.trimAudit(ctx, tx, added)
+		rows, err = s.trimAudit(ctx, t, added)
 		return err
 	})
 	s.countedAudit(rows, err)
@@ -65,7 +67,7 @@ func (s *SQLite) AppendAuditBatch(ctx context.Context, es []AuditEntry) error {
 }
 
 // An audit row's columns, and how many rows one INSERT carries (64 × 9
-// parameters, far below SQLite's limit of 32766).
+// parameters, far below SQLite's limit of 32766 and PostgreSQL's of 65535).
 const (
 	auditColumns       = 9
 	auditRowsPerInsert = 64

@@ -22,7 +22,7 @@ var (
 // OpenError is a reason the store cannot be opened. Its message names the
 // file and what to do about it, as an operator reads it at start-up.
 type OpenError struct {
-	Kind error  // ErrCorrupt | ErrLocked | ErrUnwritable | ErrNewerSchema
+	Kind error  // ErrCorrupt | ErrLocked | ErrUnwritable | ErrNewerSchema | ErrUnavailable
 	Path string // the file or directory at fault
 	Msg  string
 	Err  error // the underlying cause, if any

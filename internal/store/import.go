@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"time"
 )
@@ -18,37 +17,35 @@ type Importer interface {
 	ImportDecisions(ctx context.Context, marker string, ds []Decision) (bool, error)
 }
 
-var _ Importer = (*SQLite)(nil)
-
 func importKey(marker string) string { return "import:" + marker }
 
 // Imported reports whether the import named marker was done.
-func (s *SQLite) Imported(ctx context.Context, marker string) (bool, error) {
-	_, ok, err := metaValue(ctx, s.db, importKey(marker))
+func (s *sqlStore) Imported(ctx context.Context, marker string) (bool, error) {
+	_, ok, err := metaValue(ctx, s.dbRow(ctx), importKey(marker))
 	return ok, err
 }
 
 // ImportDecisions stores ds and records marker atomically, once.
-func (s *SQLite) ImportDecisions(ctx context.Context, marker string, ds []Decision) (bool, error) {
+func (s *sqlStore) ImportDecisions(ctx context.Context, marker string, ds []Decision) (bool, error) {
 	if marker == "" {
 		return false, errors.New("store: import: marker is required")
 	}
 	imported := false
-	err := s.write(ctx, "import "+marker, func(tx *sql.Tx) error {
-		if _, done, err := metaValue(ctx, tx, importKey(marker)); err != nil || done {
+	err := s.write(ctx, "import "+marker, func(t tx) error {
+		if _, done, err := metaValue(ctx, t.row(ctx), importKey(marker)); err != nil || done {
 			return err
 		}
 		for _, d := range ds {
 			if d.Key == "" || d.Kind == "" {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO decisions (key, kind, fingerprint, source, reason, detail, at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, d.Key, d.Kind, d.Fingerprint, d.Source, d.Reason, d.Detail, nanos(nowOr(d.At))); err != nil {
+			if _, err := t.exec(ctx, `INSERT INTO decisions (key, kind, fingerprint, source, reason, detail, at)
+				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key, kind) DO NOTHING`, d.Key, d.Kind, d.Fingerprint, d.Source, d.Reason, d.Detail, nanos(nowOr(d.At))); err != nil {
 				return err
 			}
 		}
 		imported = true
-		return setMeta(ctx, tx, importKey(marker), time.Now().UTC().Format(time.RFC3339Nano))
+		return setMeta(ctx, t, importKey(marker), time.Now().UTC().Format(time.RFC3339Nano))
 	})
 	return imported, err
 }

@@ -48,13 +48,13 @@ func secretAAD(ref string) []byte { return []byte("hangar-keystore:" + ref) }
 
 // keystore returns the cipher, loading (or on first use creating) the key.
 // Only a success is cached, so fixing the key does not need a restart.
-func (s *SQLite) keystore(ctx context.Context) (cipher.AEAD, error) {
+func (s *sqlStore) keystore(ctx context.Context) (cipher.AEAD, error) {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
 	if s.aead != nil {
 		return s.aead, nil
 	}
-	check, sealed, err := metaValue(ctx, s.db, metaKeyCheck)
+	check, sealed, err := metaValue(ctx, s.dbRow(ctx), metaKeyCheck)
 	if err != nil {
 		return nil, fmt.Errorf("store: keystore: %w", err)
 	}
@@ -67,22 +67,31 @@ func (s *SQLite) keystore(ctx context.Context) (cipher.AEAD, error) {
 		return nil, fmt.Errorf("store: keystore: %w", err)
 	}
 	if sealed {
-		raw, derr := base64.StdEncoding.DecodeString(check)
-		ns := aead.NonceSize()
-		if derr != nil || len(raw) < ns {
-			return nil, fmt.Errorf("store: keystore: the key check in %s is damaged", s.path)
-		}
-		if _, err := aead.Open(nil, raw[:ns], raw[ns:], []byte(checkAAD)); err != nil {
-			return nil, keyErr("store: the secrets in %s were sealed with another key than the one in %s: "+
-				"set %s to the original key, or restore the original %s; stored secrets cannot be read until then",
-				s.path, from, KeystoreKeyEnv, s.keyFilePath())
+		if err := s.openCheck(aead, check, from); err != nil {
+			return nil, err
 		}
 	}
 	s.aead = aead
 	return aead, nil
 }
 
-func (s *SQLite) keyFilePath() string {
+// openCheck verifies that aead opens the key check stored in meta: the
+// secrets were sealed with this key. from names where the key came from.
+func (s *sqlStore) openCheck(aead cipher.AEAD, check, from string) error {
+	raw, derr := base64.StdEncoding.DecodeString(check)
+	ns := aead.NonceSize()
+	if derr != nil || len(raw) < ns {
+		return fmt.Errorf("store: keystore: the key check in %s is damaged", s.path)
+	}
+	if _, err := aead.Open(nil, raw[:ns], raw[ns:], []byte(checkAAD)); err != nil {
+		return keyErr("store: the secrets in %s were sealed with another key than the one in %s: "+
+			"set %s to the original key, or restore the original %s; stored secrets cannot be read until then",
+			s.path, from, KeystoreKeyEnv, s.keyFilePath())
+	}
+	return nil
+}
+
+func (s *sqlStore) keyFilePath() string {
 	if s.dir == "" {
 		return KeyFile
 	}
@@ -92,7 +101,7 @@ func (s *SQLite) keyFilePath() string {
 // loadKey finds the key: Options, then the environment, then the key file.
 // A new key file is made only while no secret was ever sealed, since a
 // fresh key could not read them.
-func (s *SQLite) loadKey(sealed bool) (key []byte, from string, err error) {
+func (s *sqlStore) loadKey(sealed bool) (key []byte, from string, err error) {
 	if s.keyOpt != nil {
 		return s.keyOpt, "Options.KeystoreKey", nil
 	}
@@ -164,7 +173,7 @@ func seal(aead cipher.AEAD, plain, aad []byte) (nonce, ct []byte) {
 
 // PutSecret seals value (AES-256-GCM, a random nonce per value) and stores
 // it under ref, replacing an older value.
-func (s *SQLite) PutSecret(ctx context.Context, ref string, value []byte) error {
+func (s *sqlStore) PutSecret(ctx context.Context, ref string, value []byte) error {
 	what := "put secret " + ref
 	if ref == "" {
 		return errors.New("store: put secret: ref is required")
@@ -176,11 +185,24 @@ func (s *SQLite) PutSecret(ctx context.Context, ref string, value []byte) error 
 	nonce, ct := seal(aead, value, secretAAD(ref))
 	cn, cct := seal(aead, []byte(checkPlain), []byte(checkAAD))
 	check := base64.StdEncoding.EncodeToString(append(cn, cct...))
-	return s.write(ctx, what, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)`, metaKeyCheck, check); err != nil {
+	return s.write(ctx, what, func(t tx) error {
+		// The first value sealed stores the check; a later one (of this
+		// process or, sharing the database, of another replica) must have
+		// used the same key, or its secret could never be read back.
+		if _, err := t.exec(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+			metaKeyCheck, check); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO keystore (ref, nonce, ciphertext, updated_at) VALUES (?, ?, ?, ?)
+		stored, _, err := metaValue(ctx, t.row(ctx), metaKeyCheck)
+		if err != nil {
+			return err
+		}
+		if stored != check {
+			if err := s.openCheck(aead, stored, "this process's key"); err != nil {
+				return err
+			}
+		}
+		_, err = t.exec(ctx, `INSERT INTO keystore (ref, nonce, ciphertext, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (ref) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext,
 				updated_at = excluded.updated_at`, ref, nonce, ct, time.Now().UnixNano())
 		return err
@@ -189,9 +211,9 @@ func (s *SQLite) PutSecret(ctx context.Context, ref string, value []byte) error 
 
 // Secret opens the value stored under ref, ErrNotFound when none. A value
 // that does not open with the key is an error, never a garbage value.
-func (s *SQLite) Secret(ctx context.Context, ref string) ([]byte, error) {
+func (s *sqlStore) Secret(ctx context.Context, ref string) ([]byte, error) {
 	var nonce, ct []byte
-	err := s.db.QueryRowContext(ctx, `SELECT nonce, ciphertext FROM keystore WHERE ref = ?`, ref).Scan(&nonce, &ct)
+	err := s.queryRow(ctx, `SELECT nonce, ciphertext FROM keystore WHERE ref = ?`, []any{ref}, &nonce, &ct)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -215,11 +237,11 @@ func (s *SQLite) Secret(ctx context.Context, ref string) ([]byte, error) {
 
 // DeleteSecrets removes every secret whose ref starts with refPrefix. An
 // empty prefix is refused rather than taken to mean all of them.
-func (s *SQLite) DeleteSecrets(ctx context.Context, refPrefix string) error {
+func (s *sqlStore) DeleteSecrets(ctx context.Context, refPrefix string) error {
 	if refPrefix == "" {
 		return errors.New("store: delete secrets: an empty ref prefix would delete every secret")
 	}
 	// substr rather than LIKE: refs may contain % and _.
 	return s.exec(ctx, "delete secrets "+refPrefix,
-		`DELETE FROM keystore WHERE substr(ref, 1, length(?1)) = ?1`, refPrefix)
+		`DELETE FROM keystore WHERE substr(ref, 1, length(CAST(? AS TEXT))) = ?`, refPrefix, refPrefix)
 }

@@ -79,35 +79,6 @@ func TestSecretsRoundTripAndAtRest(t *testing.T) {
 	}
 }
 
-func TestDeleteSecrets(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	s := open(t, "", Options{KeystoreKey: testKey})
-	refs := []string{"a%/x", "a%/y", "ab/x", "a_/z", "b/x"}
-	for _, r := range refs {
-		if err := s.PutSecret(ctx, r, []byte(r)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// % and _ are plain characters in a prefix, not LIKE wildcards.
-	if err := s.DeleteSecrets(ctx, "a%/"); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range refs {
-		_, err := s.Secret(ctx, r)
-		gone := errors.Is(err, ErrNotFound)
-		if want := strings.HasPrefix(r, "a%/"); gone != want {
-			t.Errorf("%s: gone=%v (%v), want gone=%v", r, gone, err, want)
-		}
-	}
-	if err := s.DeleteSecrets(ctx, ""); err == nil {
-		t.Error("empty prefix: no error")
-	}
-	if _, err := s.Secret(ctx, "b/x"); err != nil {
-		t.Errorf("b/x after refused delete-all: %v", err)
-	}
-}
-
 func TestKeystoreWrongKey(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

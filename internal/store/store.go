@@ -5,9 +5,10 @@
 // narrow interfaces below, declared by concern so a caller asks for only
 // what it uses (and a test fakes only that).
 //
-// The SQLite implementation (modernc.org/sqlite, WAL, versioned
-// migrations) lives in sqlite.go; a shared database could back several
-// replicas later behind the same interfaces.
+// Two drivers share one implementation of the queries (sqlstore.go, with
+// the dialects' differences in dialect.go and the same numbered
+// migrations): SQLite (modernc.org/sqlite, WAL) in the data directory, the
+// default, and PostgreSQL (pgx), which gateway replicas share.
 package store
 
 import (
@@ -158,7 +159,8 @@ type Store interface {
 	Audit
 	Secrets
 	Snapshots
-	// Path is the database file ("" for an in-memory store).
+	// Path is the database file ("" for an in-memory store), or the
+	// PostgreSQL URL without its password.
 	Path() string
 	// LastWriteError is the last run-time write failure, nil once a later
 	// write succeeds (hangar_health shows it).

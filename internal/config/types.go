@@ -77,6 +77,8 @@ type Config struct {
 	// installed servers, by command name.
 	Runtimes map[string]Runtime
 	Install  Install
+	// EgressProxy is how servers with egress get their proxies.
+	EgressProxy EgressProxy
 }
 
 // Server is one configured MCP server (provider) or group.
@@ -108,6 +110,9 @@ type Server struct {
 	// controls the engine the gateway drives. dockerrt decides what counts
 	// as the socket.
 	AllowDockerSocket bool
+	// Egress, when set, puts the server's containers behind an egress
+	// proxy that allows only its list; see Egress.
+	Egress *Egress
 
 	// subprocess
 	Command []string

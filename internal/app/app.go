@@ -86,6 +86,10 @@ type App struct {
 	Instance string
 	// Manage is the management protocol (mcp/* methods, seed 003).
 	Manage *manage.Service
+	// Egress runs the networks and proxies of servers with egress.
+	Egress *dockerrt.Egress
+
+	egressLog *egressRefusals
 
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
@@ -222,6 +226,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	a.Gateway.Store = a.Store
 	a.Gateway.Images = a.Images
+	a.setUpEgress(ctx, cfg)
+	launcher.Egress = a.Egress
+	a.reapEgress(ctx)
 	quarantines.SourceOf = func(id string) string {
 		if e, ok := a.Gateway.Catalog.Get(id); ok {
 			return string(e.Source)
@@ -409,6 +416,17 @@ func (a *App) reconcile() {
 	} else if n > 0 {
 		a.Log.Info("reconciled: removed untracked containers", "count", n)
 	}
+	a.reapEgress(ctx)
+}
+
+// reapEgress removes egress networks nothing uses (after the containers
+// on them are gone).
+func (a *App) reapEgress(ctx context.Context) {
+	if n, err := a.Egress.Reap(ctx); err != nil {
+		a.Log.Debug("egress networks not reaped", "error", err)
+	} else if n > 0 {
+		a.Log.Info("removed unused egress networks", "count", n)
+	}
 }
 
 // ServeHTTP serves the endpoint on ln until ctx ends, then drains: new
@@ -467,9 +485,13 @@ func (a *App) Close(ctx context.Context) error {
 		a.discovery.Close()
 	}
 	err := a.Providers.StopAll(ctx, "shutdown")
+	// Proxies are stopped before the reap, so none is restarted by its
+	// supervisor; their networks go once nothing is left on them.
+	a.Egress.Close()
 	if _, rerr := a.Runtime.ReapAll(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
+	a.reapEgress(ctx)
 	a.cancel()
 	a.wg.Wait()
 	a.Images.Engine.Puller().Close()

@@ -1,0 +1,102 @@
+package app
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/egress"
+	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// Audit action of a connection an egress proxy refused; the identity is
+// the provider, not a caller.
+const (
+	actionEgress   = "egress"
+	egressIdentity = "provider"
+	// recentRefusals is how many refusals hangar_details shows per server.
+	recentRefusals = 20
+)
+
+// egressRefusals takes the refusals proxies report to the log, /metrics,
+// the audit trail and hangar_details.
+type egressRefusals struct {
+	a       *App
+	metrics *metrics.Egress
+	mu      sync.Mutex
+	recent  map[string][]map[string]any // server → newest last
+}
+
+// setUpEgress wires the egress proxies: image, networks, refusal reports.
+func (a *App) setUpEgress(ctx context.Context, cfg *config.Config) {
+	a.egressLog = &egressRefusals{a: a, metrics: metrics.NewEgress(a.Metrics.Registry), recent: map[string][]map[string]any{}}
+	a.Egress = dockerrt.NewEgress(a.Runtime, a.docker, a.egressImage(ctx, cfg), cfg.EgressProxy.Network, a.egressLog.refused)
+	a.Gateway.EgressDetails = a.egressLog.details
+}
+
+// egressImage is the image that runs proxies: egress_proxy.image, else the
+// gateway's own image (the same binary) when it runs in a container, else
+// the default.
+func (a *App) egressImage(ctx context.Context, cfg *config.Config) string {
+	if cfg.EgressProxy.Image != "" {
+		return cfg.EgressProxy.Image
+	}
+	if a.self.ID != "" {
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if res, err := a.docker.ContainerInspect(ictx, a.self.ID, client.ContainerInspectOptions{}); err == nil && res.Container.Image != "" {
+			return res.Container.Image
+		}
+	}
+	return config.DefaultEgressProxyImage
+}
+
+func (e *egressRefusals) refused(server string, r egress.Refusal) {
+	target := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
+	e.metrics.Refused(server, r.Host, r.Reason)
+	now := time.Now().UTC()
+	e.mu.Lock()
+	l := append(e.recent[server], map[string]any{
+		"at": now.Format(time.RFC3339Nano), "target": target, "reason": r.Reason,
+	})
+	if len(l) > recentRefusals {
+		l = l[len(l)-recentRefusals:]
+	}
+	e.recent[server] = l
+	e.mu.Unlock()
+	// The audit line is the log line too (RecordAudit logs every entry).
+	if g := e.a.Gateway; g != nil {
+		g.RecordAudit(context.Background(), store.AuditEntry{
+			At: now, Server: server, Identity: egressIdentity, Action: actionEgress,
+			Tool: target, Allowed: false, Reason: r.Reason, Outcome: "denied",
+		})
+	}
+}
+
+// details is hangar_details' "egress": the allow-list in force and the
+// newest refusals, newest first.
+func (e *egressRefusals) details(id string) any {
+	p, ok := e.a.Providers.Get(id)
+	if !ok || p.Spec().Egress == nil {
+		return nil
+	}
+	e.mu.Lock()
+	l := e.recent[id]
+	out := make([]map[string]any, 0, len(l))
+	for i := len(l) - 1; i >= 0; i-- {
+		out = append(out, l[i])
+	}
+	e.mu.Unlock()
+	allow := p.Spec().Egress.Allow
+	if allow == nil {
+		allow = []string{}
+	}
+	return map[string]any{"allow": allow, "recent_refusals": out}
+}

@@ -310,4 +310,3 @@ func httpGet(t *testing.T, url string) string {
 	}
 	return string(b)
 }
-

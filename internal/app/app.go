@@ -306,6 +306,7 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 	svc := manage.New(cat, a.Store, manage.NewNotifier(log), workspace, manage.Options{
 		Runtimes:        cfg.Runtimes,
 		AllowSubprocess: cfg.Install.AllowSubprocess,
+		AllowedEgress:   cfg.Install.AllowedEgress,
 		Execution:       cfg.Execution,
 		ReadFile:        os.ReadFile,
 		OnChanged: func() {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/egress"
 	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/preflight"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -99,4 +101,47 @@ func (e *egressRefusals) details(id string) any {
 		allow = []string{}
 	}
 	return map[string]any{"allow": allow, "recent_refusals": out}
+}
+
+// egressEngine is what checkEgress asks the engine.
+type egressEngine interface {
+	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	NetworkInspect(ctx context.Context, network string, opts client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+}
+
+// checkEgress is `hangar config check`'s look at what egress needs from
+// the engine: the proxy image (when egress_proxy.image names one; the
+// default is the gateway's own image, which only the running gateway
+// knows) and the network proxies reach out on. Contradictions inside a
+// server's config (network:, an HTTP transport) are load errors already.
+func checkEgress(ctx context.Context, cfg *config.Config, eng egressEngine) []preflight.Problem {
+	used := false
+	for _, t := range preflight.Targets(cfg) {
+		used = used || t.Server.Egress != nil
+	}
+	if !used {
+		return nil
+	}
+	var out []preflight.Problem
+	if img := cfg.EgressProxy.Image; img != "" {
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := eng.ImageInspect(ictx, img)
+		cancel()
+		if err != nil {
+			out = append(out, preflight.Problem{Path: "egress_proxy.image",
+				Msg: fmt.Sprintf("image %s is not usable on the Docker engine: %v", img, err),
+				Fix: "build or pull it (it must hold the hangar binary), or leave egress_proxy.image out"})
+		}
+	}
+	if nw := cfg.EgressProxy.Network; nw != "" && nw != "bridge" {
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := eng.NetworkInspect(ictx, nw, client.NetworkInspectOptions{})
+		cancel()
+		if err != nil {
+			out = append(out, preflight.Problem{Path: "egress_proxy.network",
+				Msg: fmt.Sprintf("network %s cannot be used: %v", nw, err),
+				Fix: "create it (docker network create), or leave egress_proxy.network out for the default bridge"})
+		}
+	}
+	return out
 }

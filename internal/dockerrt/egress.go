@@ -28,6 +28,7 @@ type EgressAPI interface {
 	NetworkConnect(ctx context.Context, network string, opts client.NetworkConnectOptions) (client.NetworkConnectResult, error)
 	NetworkRemove(ctx context.Context, network string, opts client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
 	NetworkList(ctx context.Context, opts client.NetworkListOptions) (client.NetworkListResult, error)
+	NetworkInspect(ctx context.Context, network string, opts client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 }
 
 var _ EgressAPI = (*client.Client)(nil)
@@ -249,6 +250,10 @@ func (e *Egress) startProxy(ctx context.Context, n *egressNet) error {
 	if err != nil {
 		return err
 	}
+	clients, err := e.subnetsOf(ctx, n.name)
+	if err != nil {
+		return err
+	}
 	ready := make(chan struct{})
 	var readyOnce sync.Once
 	events := &eventLines{on: func(ev egress.Event) {
@@ -265,7 +270,7 @@ func (e *Egress) startProxy(ctx context.Context, n *egressNet) error {
 		ServerID:    n.server,
 		Role:        RoleEgressProxy,
 		Image:       e.image,
-		Args:        append([]string{"egress-proxy"}, egress.Config{Allow: n.allow, Forbidden: forbidden}.Args()...),
+		Args:        append([]string{"egress-proxy"}, egress.Config{Allow: n.allow, Forbidden: forbidden, Clients: clients}.Args()...),
 		Network:     e.outNet,
 		ReadOnly:    true,
 		MemoryBytes: proxyMemoryBytes,
@@ -322,6 +327,27 @@ func (e *Egress) engineSubnets(ctx context.Context) ([]netip.Prefix, error) {
 				out = append(out, c.Subnet.Masked())
 			}
 		}
+	}
+	return out, nil
+}
+
+// subnetsOf are the ranges of the network name: the proxy serves only
+// them.
+func (e *Egress) subnetsOf(ctx context.Context, name string) ([]netip.Prefix, error) {
+	ictx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+	defer cancel()
+	res, err := e.api.NetworkInspect(ictx, name, client.NetworkInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspect egress network %s: %w", name, err)
+	}
+	var out []netip.Prefix
+	for _, c := range res.Network.IPAM.Config {
+		if c.Subnet.IsValid() {
+			out = append(out, c.Subnet.Masked())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("egress network %s has no subnet", name)
 	}
 	return out, nil
 }

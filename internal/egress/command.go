@@ -23,6 +23,8 @@ type Config struct {
 	Listen    string // default ":3128"
 	Allow     []string
 	Forbidden []netip.Prefix
+	// Clients are the source ranges served (see Proxy.Clients).
+	Clients []netip.Prefix
 }
 
 // Args is c as command-line flags.
@@ -36,6 +38,9 @@ func (c Config) Args() []string {
 	}
 	for _, p := range c.Forbidden {
 		out = append(out, "--forbid", p.String())
+	}
+	for _, p := range c.Clients {
+		out = append(out, "--client", p.String())
 	}
 	return out
 }
@@ -87,6 +92,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Forbidden = append(cfg.Forbidden, p.Masked())
 		return nil
 	})
+	fs.Func("client", "a source range served (repeatable; default any)", func(s string) error {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return err
+		}
+		cfg.Clients = append(cfg.Clients, p.Masked())
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,6 +116,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Guard:   &Guard{Allow: allow, Forbidden: cfg.Forbidden},
 		Refused: func(r Refusal) { ev.write(Event{Event: EventRefused, Refusal: r}) },
 		Log:     log,
+		Clients: cfg.Clients,
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -20,6 +21,10 @@ type Proxy struct {
 	// stdout for the gateway); nil ignores them.
 	Refused func(Refusal)
 	Log     *slog.Logger // nil: slog.Default()
+	// Clients, when set, are the only source ranges served: the server's
+	// internal network, so that nothing on the way-out network can use
+	// the proxy as its own way to the server's hosts.
+	Clients []netip.Prefix
 
 	once sync.Once
 	fwd  *httputil.ReverseProxy
@@ -62,6 +67,11 @@ func (p *Proxy) init() {
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.init()
+	if !p.client(r.RemoteAddr) {
+		p.log().Warn("egress proxy used from outside its network", "remote", r.RemoteAddr)
+		http.Error(w, "hangar egress: not a client of this proxy", http.StatusForbidden)
+		return
+	}
 	switch {
 	case r.Method == http.MethodConnect:
 		p.connect(w, r)
@@ -77,6 +87,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "hangar egress: this is a forward proxy; send absolute http:// URLs or CONNECT", http.StatusBadRequest)
 	}
+}
+
+func (p *Proxy) client(remote string) bool {
+	if len(p.Clients) == 0 {
+		return true
+	}
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().Unmap()
+	for _, c := range p.Clients {
+		if c.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -260,5 +261,36 @@ func TestParseEvent(t *testing.T) {
 		if _, ok := ParseEvent([]byte(junk)); ok {
 			t.Errorf("ParseEvent(%q) accepted it", junk)
 		}
+	}
+}
+
+// TestProxyServesOnlyItsClients: a proxy told its clients' range turns
+// away anyone else, even for an allowed target.
+func TestProxyServesOnlyItsClients(t *testing.T) {
+	t.Parallel()
+	_, up, port := upstream(t, "allowed")
+	allow, _ := ParseAllow([]string{"127.0.0.1:" + itoa(port)})
+	for _, tc := range []struct {
+		clients []netip.Prefix
+		want    int
+	}{
+		{clients: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, want: http.StatusForbidden},
+		{clients: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.0/8")}, want: http.StatusOK},
+	} {
+		p := &Proxy{Guard: &Guard{Allow: allow}, Clients: tc.clients, Log: slog.New(slog.DiscardHandler)}
+		srv := httptest.NewServer(p)
+		u, _ := url.Parse(srv.URL)
+		resp, err := proxiedClient(u).Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("clients %v: status %d, want %d", tc.clients, resp.StatusCode, tc.want)
+		}
+	}
+	if n := up.n.Load(); n != 1 {
+		t.Errorf("upstream saw %d connections, want 1 (only the served client's)", n)
 	}
 }

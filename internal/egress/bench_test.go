@@ -3,6 +3,8 @@ package egress
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"testing"
 )
 
@@ -49,5 +51,47 @@ func get(b *testing.B, c *http.Client, url string) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		b.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// The usual case: HTTPS through one CONNECT tunnel that the client keeps
+// open, against the same HTTPS server reached directly.
+func BenchmarkTLSDirect(b *testing.B) {
+	srv := tlsUpstream(b)
+	client := srv.Client()
+	b.ResetTimer()
+	for b.Loop() {
+		get(b, client, srv.URL+"/")
+	}
+}
+
+func BenchmarkTLSViaProxy(b *testing.B) {
+	srv := tlsUpstream(b)
+	u, _ := url.Parse(srv.URL)
+	proxy, _ := startProxy(b, nil, u.Host)
+	client := srv.Client()
+	client.Transport.(*http.Transport).Proxy = http.ProxyURL(proxy)
+	b.ResetTimer()
+	for b.Loop() {
+		get(b, client, srv.URL+"/")
+	}
+}
+
+func tlsUpstream(b *testing.B) *httptest.Server {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "hello")
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// BenchmarkNewConnDirect is NewTunnel's baseline: a new connection per
+// request, no proxy.
+func BenchmarkNewConnDirect(b *testing.B) {
+	srv, _, _ := upstream(b, "bench")
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	b.ResetTimer()
+	for b.Loop() {
+		get(b, client, srv.URL+"/")
 	}
 }

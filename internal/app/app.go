@@ -256,6 +256,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		loader := mcpregistry.NewLoader(cfg.Registry, mcpregistry.NewClient(cfg.Registry, log.With("component", "registry")),
 			mcpregistry.Providers{M: a.Providers, Catalog: a.Gateway.Catalog}, log.With("component", "hotload"))
 		loader.Execution = cfg.Execution
+		loader.AllowedEgress = cfg.Install.AllowedEgress
 		a.Gateway.HotLoad = loader
 	}
 	a.Manage = a.newManage(ctx)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -309,4 +310,70 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestEgressConfigCheck: hangar config check reports an egress that cannot
+// work (a network that contradicts it, an HTTP provider the gateway could
+// not reach, a way-out network or proxy image the engine lacks) at its key
+// path, and passes one that can.
+func TestEgressConfigCheck(t *testing.T) {
+	tag := randomHex(4)
+	bad := writeConfig(t, `
+egress_proxy: {image: "hangar-egress-it-missing:`+tag+`", network: "it-egress-missing-`+tag+`"}
+mcp_servers:
+  netted:
+    mode: docker
+    image: mcp-hangar/egresskit:dev
+    network: bridge
+    egress: {allow: [api.github.com:443]}
+  webby:
+    mode: docker
+    image: mcp-hangar/egresskit:dev
+    transport: http
+    egress: {allow: [api.github.com:443]}
+`)
+	out, err := exec.Command(hangarBin, "config", "check", bad).CombinedOutput()
+	t.Logf("hangar config check:\n%s", out)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("exit: %v, want status 1", err)
+	}
+	for _, want := range []string{
+		"mcp_servers.netted.network: cannot be used with egress",
+		"mcp_servers.webby.transport: http cannot be used with egress",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+
+	engine := writeConfig(t, `
+egress_proxy: {image: "hangar-egress-it-missing:`+tag+`", network: "it-egress-missing-`+tag+`"}
+mcp_servers:
+  kit:
+    mode: docker
+    image: mcp-hangar/egresskit:dev
+    egress: {allow: [api.github.com:443]}
+`)
+	out, err = exec.Command(hangarBin, "config", "check", engine).CombinedOutput()
+	t.Logf("hangar config check:\n%s", out)
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("exit: %v, want status 1", err)
+	}
+	for _, want := range []string{"egress_proxy.image: image hangar-egress-it-missing:" + tag, "egress_proxy.network: network it-egress-missing-" + tag} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+
+	good := writeConfig(t, `
+mcp_servers:
+  kit:
+    mode: docker
+    image: mcp-hangar/egresskit:dev
+    egress: {allow: [api.github.com:443]}
+`)
+	if out, err := exec.Command(hangarBin, "config", "check", good).CombinedOutput(); err != nil || !strings.Contains(string(out), "ok (1 MCP servers)") {
+		t.Errorf("clean config: %v\n%s", err, out)
+	}
 }

@@ -88,11 +88,15 @@ type Guard struct {
 func (g *Guard) Check(ctx context.Context, hostport string) ([]netip.AddrPort, error) {
 	host, portStr, err := net.SplitHostPort(hostport)
 	if err != nil || host == "" {
-		return nil, &Refusal{Host: hostport, Reason: ReasonBadTarget}
+		return nil, &Refusal{Host: clip(hostport), Reason: ReasonBadTarget}
 	}
 	n, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil || n == 0 {
-		return nil, &Refusal{Host: hostport, Reason: ReasonBadTarget}
+		return nil, &Refusal{Host: clip(hostport), Reason: ReasonBadTarget}
+	}
+	if len(host) > maxHostLen {
+		// No name is this long; it would only bloat logs and labels.
+		return nil, &Refusal{Host: clip(host), Port: uint16(n), Reason: ReasonBadTarget}
 	}
 	port := uint16(n)
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
@@ -125,6 +129,17 @@ func (g *Guard) Check(ctx context.Context, hostport string) ([]netip.AddrPort, e
 		out = append(out, netip.AddrPortFrom(a, port))
 	}
 	return out, nil
+}
+
+// maxHostLen is the longest DNS name.
+const maxHostLen = 253
+
+// clip bounds what a refusal repeats of a provider's input.
+func clip(s string) string {
+	if len(s) > maxHostLen {
+		return s[:maxHostLen] + "…"
+	}
+	return s
 }
 
 func (g *Guard) forbidden(a netip.Addr) bool {

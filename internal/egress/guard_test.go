@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -80,6 +81,7 @@ func TestGuardCheck(t *testing.T) {
 		{name: "IPv6 link-local", target: "v6ll.example:80", wantReason: ReasonForbidden},
 		{name: "no port", target: "api.github.com", wantReason: ReasonBadTarget, noLookup: true},
 		{name: "port zero", target: "api.github.com:0", wantReason: ReasonBadTarget, noLookup: true},
+		{name: "name too long", target: strings.Repeat("a", 300) + ".example.com:443", wantReason: ReasonBadTarget, noLookup: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

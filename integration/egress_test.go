@@ -188,6 +188,23 @@ mcp_servers:
 			t.Errorf("%d containers of kit (provider + proxy), want 2", n)
 		}
 	})
+
+	t.Run("stop removes the proxy and network, a start brings them back", func(t *testing.T) {
+		s.mustCall(t, "hangar_stop", map[string]any{"mcp_server": "kit"})
+		deadline := time.Now().Add(60 * time.Second)
+		for len(proxyContainers(t, instance)) > 0 || len(egressNetworks(t, instance)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("60s after hangar_stop: proxies %v, networks %v", describe(proxyContainers(t, instance)), egressNetworks(t, instance))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if ok, text := fetch(t, allowedURL); !ok || !strings.Contains(text, "200 egresskit "+allowedName) {
+			t.Fatalf("after a stop and a new start: %v %q", ok, text)
+		}
+		if n := len(egressNetworks(t, instance)); n != 1 {
+			t.Errorf("%d egress networks after the new start, want 1", n)
+		}
+	})
 }
 
 func createNetwork(t *testing.T, name string) {

@@ -86,8 +86,11 @@ type egressNet struct {
 	err    error
 	stop   chan struct{} // closed (by halt) when the last user is gone
 	halted sync.Once
-	mu     sync.Mutex
-	proxy  *Container
+	// gone is closed once the proxy and network are removed.
+	gone     chan struct{}
+	goneOnce sync.Once
+	mu       sync.Mutex
+	proxy    *Container
 }
 
 func (n *egressNet) halt() { n.halted.Do(func() { close(n.stop) }) }
@@ -134,18 +137,35 @@ func NetworkName(owner, server string, allow []string) string {
 // running and ready; it sets them up on first use.
 func (e *Egress) Acquire(ctx context.Context, server string, allow []string) (*EgressLease, error) {
 	name := NetworkName(e.rt.owner, server, allow)
-	e.mu.Lock()
-	if e.closed {
+	var n *egressNet
+	found := false
+	for {
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return nil, errors.New("egress: the gateway is shutting down")
+		}
+		n, found = e.nets[name]
+		if found && n.refs == 0 {
+			// Its last user left and it is being torn down: the same
+			// name must not be set up again before it is gone.
+			e.mu.Unlock()
+			select {
+			case <-n.gone:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if !found {
+			n = &egressNet{server: server, name: name, allow: allow,
+				ready: make(chan struct{}), stop: make(chan struct{}), gone: make(chan struct{})}
+			e.nets[name] = n
+		}
+		n.refs++
 		e.mu.Unlock()
-		return nil, errors.New("egress: the gateway is shutting down")
+		break
 	}
-	n, found := e.nets[name]
-	if !found {
-		n = &egressNet{server: server, name: name, allow: allow, ready: make(chan struct{}), stop: make(chan struct{})}
-		e.nets[name] = n
-	}
-	n.refs++
-	e.mu.Unlock()
 
 	if !found {
 		n.err = e.setUp(ctx, n)
@@ -180,23 +200,35 @@ func (e *Egress) Acquire(ctx context.Context, server string, allow []string) (*E
 	return l, nil
 }
 
+// release drops a reference; the last one halts the proxy, whose
+// supervisor removes it and the network and then forgets n.
 func (e *Egress) release(n *egressNet) {
 	e.mu.Lock()
 	n.refs--
 	last := n.refs == 0
-	if last && e.nets[n.name] == n {
-		delete(e.nets, n.name)
-	}
 	e.mu.Unlock()
 	if !last {
 		return
 	}
 	// The last user is past set-up (the one that ran it holds a
-	// reference until then): a failed set-up has cleaned up already.
+	// reference until then).
 	<-n.ready
 	if n.err == nil {
 		n.halt()
+		return
 	}
+	// A failed set-up has cleaned up already.
+	e.forget(n)
+}
+
+// forget drops n once nothing of it is left on the engine.
+func (e *Egress) forget(n *egressNet) {
+	e.mu.Lock()
+	if e.nets[n.name] == n {
+		delete(e.nets, n.name)
+	}
+	e.mu.Unlock()
+	n.goneOnce.Do(func() { close(n.gone) })
 }
 
 // setUp creates the network and starts the first proxy.
@@ -356,6 +388,7 @@ func (e *Egress) subnetsOf(ctx context.Context, name string) ([]netip.Prefix, er
 // removes the proxy and the network.
 func (e *Egress) supervise(n *egressNet) {
 	defer e.wg.Done()
+	defer e.forget(n)
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 100 * time.Millisecond
 	b.MaxInterval = 5 * time.Second

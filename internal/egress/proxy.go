@@ -55,7 +55,11 @@ func (p *Proxy) init() {
 		p.fwd = &httputil.ReverseProxy{
 			// The request is already absolute; nothing is added (no
 			// X-Forwarded-For: the far side learns nothing of the inside).
-			Rewrite:   func(*httputil.ProxyRequest) {},
+			// The Host header is the URL's host, the one that was
+			// allowed (net/http already prefers it over a Host header in
+			// absolute form); another would ask a shared front end (a CDN)
+			// for a site not on the list.
+			Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.Host = "" },
 			Transport: tr,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				p.fail(w, err)

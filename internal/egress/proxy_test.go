@@ -48,6 +48,7 @@ func upstream(t testing.TB, name string) (*httptest.Server, *countingListener, i
 			http.Error(w, "proxy headers leaked", http.StatusTeapot)
 			return
 		}
+		w.Header().Set("X-Seen-Host", r.Host)
 		fmt.Fprintf(w, "hello from %s %s", name, r.URL.Path)
 	}))
 	srv.Listener = cl
@@ -292,5 +293,33 @@ func TestProxyServesOnlyItsClients(t *testing.T) {
 	}
 	if n := up.n.Load(); n != 1 {
 		t.Errorf("upstream saw %d connections, want 1 (only the served client's)", n)
+	}
+}
+
+// TestProxySendsTheAllowedHost: a plain HTTP request whose Host header
+// names another site than its URL reaches the allowed host under the
+// allowed name.
+func TestProxySendsTheAllowedHost(t *testing.T) {
+	t.Parallel()
+	_, _, port := upstream(t, "allowed")
+	res := &fakeResolver{answers: map[string][]string{"allowed.test": {"127.0.0.1"}}}
+	proxy, _ := startProxy(t, res, "allowed.test:"+itoa(port), "127.0.0.1:"+itoa(port))
+	c, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Written by hand: Go's client would put the Host in the URL too.
+	fmt.Fprintf(c, "GET http://allowed.test:%d/ HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n", port)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if got, want := resp.Header.Get("X-Seen-Host"), fmt.Sprintf("allowed.test:%d", port); got != want {
+		t.Errorf("upstream saw Host %q, want %q", got, want)
 	}
 }

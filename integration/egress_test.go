@@ -184,6 +184,12 @@ mcp_servers:
 		if ok, text := fetch(t, "http://"+deniedName+":8080/"); !ok || !strings.Contains(text, "403") {
 			t.Errorf("after the restart, the denied server = %v %q, want 403", ok, text)
 		}
+		d := s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "kit"})
+		eg, _ := d["egress"].(map[string]any)
+		proxy, _ := eg["proxy"].(map[string]any)
+		if proxy["restarts"] != float64(1) || str(proxy, "container_id") == "" || !strings.HasPrefix(str(proxy, "network"), "hangar-egress-") {
+			t.Errorf("hangar_details egress.proxy after one restart = %v", proxy)
+		}
 		if n := countContainers(t, instance, "kit"); n != 2 {
 			t.Errorf("%d containers of kit (provider + proxy), want 2", n)
 		}

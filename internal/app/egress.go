@@ -100,7 +100,11 @@ func (e *egressRefusals) details(id string) any {
 	if allow == nil {
 		allow = []string{}
 	}
-	return map[string]any{"allow": allow, "recent_refusals": out}
+	d := map[string]any{"allow": allow, "recent_refusals": out, "proxy": nil}
+	if st, ok := e.a.Egress.Status(id); ok {
+		d["proxy"] = map[string]any{"network": st.Network, "container_id": nilIfEmpty(st.ProxyContainer), "restarts": st.Restarts}
+	}
+	return d
 }
 
 // egressEngine is what checkEgress asks the engine.
@@ -144,4 +148,11 @@ func checkEgress(ctx context.Context, cfg *config.Config, eng egressEngine) []pr
 		}
 	}
 	return out
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

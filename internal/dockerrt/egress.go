@@ -91,6 +91,7 @@ type egressNet struct {
 	goneOnce sync.Once
 	mu       sync.Mutex
 	proxy    *Container
+	restarts int
 }
 
 func (n *egressNet) halt() { n.halted.Do(func() { close(n.stop) }) }
@@ -408,6 +409,7 @@ func (e *Egress) supervise(n *egressNet) {
 				e.log.Warn("egress proxy exited; restarting it", "server", n.server, "exit", c.Exit())
 				n.mu.Lock()
 				n.proxy = nil
+				n.restarts++
 				n.mu.Unlock()
 			}
 		}
@@ -438,6 +440,38 @@ func (e *Egress) supervise(n *egressNet) {
 		}
 		b.Reset()
 	}
+}
+
+// EgressStatus is what runs for a server behind its proxy.
+type EgressStatus struct {
+	Network string
+	// ProxyContainer is "" while the proxy is being (re)started.
+	ProxyContainer string
+	// Restarts counts proxies that died and were replaced.
+	Restarts int
+}
+
+// Status reports server's egress network and proxy; ok is false when none
+// is running.
+func (e *Egress) Status(server string) (EgressStatus, bool) {
+	e.mu.Lock()
+	var n *egressNet
+	for _, x := range e.nets {
+		if x.server == server && x.refs > 0 {
+			n = x
+		}
+	}
+	e.mu.Unlock()
+	if n == nil {
+		return EgressStatus{}, false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := EgressStatus{Network: n.name, Restarts: n.restarts}
+	if n.proxy != nil {
+		st.ProxyContainer = shortID(n.proxy.ID)
+	}
+	return st, true
 }
 
 // Close stops every proxy and removes the networks nothing uses any more;

@@ -2,7 +2,7 @@
 # every image is FROM scratch around a static binary built on this host.
 
 GO        ?= go
-IMAGES    := gateway math testkit everything gosdk-everything
+IMAGES    := gateway math testkit everything gosdk-everything egresskit
 GOFLAGS_STATIC := CGO_ENABLED=0
 COMPOSE   := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; else echo docker-compose; fi)
 TEST_TIMEOUT ?= 15m
@@ -33,6 +33,9 @@ image-math: build/math/bin
 
 image-testkit: build/testkit/bin
 	docker build -q -t mcp-hangar/testkit:dev -f images/testkit/Dockerfile build/testkit
+
+image-egresskit: build/egresskit/bin
+	docker build -q -t mcp-hangar/egresskit:dev -f images/egresskit/Dockerfile build/egresskit
 
 # A third-party server from a Go module (mcp-go's examples/everything), for
 # the front door's tests; built from the module cache, nothing pulled.

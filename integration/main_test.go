@@ -34,6 +34,7 @@ var requiredImages = []string{
 	"mcp-hangar/testkit:dev",
 	"mcp-hangar/everything:dev",
 	"mcp-hangar/gosdk-everything:dev",
+	"mcp-hangar/egresskit:dev",
 }
 
 // Set by TestMain.

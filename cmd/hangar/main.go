@@ -7,6 +7,7 @@
 //	hangar servers list|details|install|uninstall|restart|policy …
 //	hangar import FILE
 //	hangar healthz [URL]
+//	hangar egress-proxy --allow HOST[:PORT] …
 //	hangar version
 package main
 
@@ -39,6 +40,8 @@ Usage:
   hangar servers list|details NAME|install FILE|uninstall NAME|restart NAME|policy NAME --enabled=… --implicit=…
   hangar import FILE        (a Claude Desktop, Cursor or VS Code MCP config)
   hangar healthz [URL]
+  hangar egress-proxy [--listen :3128] --allow HOST[:PORT] … [--forbid CIDR …]
+                            (run by the gateway in a container; see README "Egress")
   hangar version
 
 The config file is --config, else $MCP_CONFIG, else ./config.yaml.
@@ -67,6 +70,8 @@ func main() {
 		err = serversCmd(os.Args[2:], false)
 	case "import":
 		err = serversCmd(os.Args[2:], true)
+	case "egress-proxy":
+		err = egressProxy(os.Args[2:])
 	case "healthz":
 		url := "http://127.0.0.1:8080/healthz"
 		if len(os.Args) > 2 {

@@ -90,6 +90,10 @@ type App struct {
 	Instance string
 	// Manage is the management protocol (mcp/* methods, seed 003).
 	Manage *manage.Service
+	// Egress runs the networks and proxies of servers with egress.
+	Egress *dockerrt.Egress
+
+	egressLog *egressRefusals
 
 	docker    *client.Client
 	discovery *discovery.Service // nil when discovery is off
@@ -236,6 +240,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	a.Gateway.Store = a.Store
 	a.Gateway.Images = a.Images
+	a.setUpEgress(ctx, cfg)
+	launcher.Egress = a.Egress
+	a.reapEgress(ctx)
 	quarantines.SourceOf = func(id string) string {
 		if e, ok := a.Gateway.Catalog.Get(id); ok {
 			return string(e.Source)
@@ -263,6 +270,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		loader := mcpregistry.NewLoader(cfg.Registry, mcpregistry.NewClient(cfg.Registry, log.With("component", "registry")),
 			mcpregistry.Providers{M: a.Providers, Catalog: a.Gateway.Catalog}, log.With("component", "hotload"))
 		loader.Execution = cfg.Execution
+		loader.AllowedEgress = cfg.Install.AllowedEgress
 		a.Gateway.HotLoad = loader
 	}
 	a.Manage = a.newManage(ctx)
@@ -314,6 +322,7 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 	svc := manage.New(cat, a.Store, manage.NewNotifier(log), workspace, manage.Options{
 		Runtimes:        cfg.Runtimes,
 		AllowSubprocess: cfg.Install.AllowSubprocess,
+		AllowedEgress:   cfg.Install.AllowedEgress,
 		Execution:       cfg.Execution,
 		ReadFile:        os.ReadFile,
 		OnChanged: func() {
@@ -430,6 +439,17 @@ func (a *App) reconcile() {
 	} else if n > 0 {
 		a.Log.Info("reconciled: removed untracked containers", "count", n)
 	}
+	a.reapEgress(ctx)
+}
+
+// reapEgress removes egress networks nothing uses (after the containers
+// on them are gone).
+func (a *App) reapEgress(ctx context.Context) {
+	if n, err := a.Egress.Reap(ctx); err != nil {
+		a.Log.Debug("egress networks not reaped", "error", err)
+	} else if n > 0 {
+		a.Log.Info("removed unused egress networks", "count", n)
+	}
 }
 
 // ServeHTTP serves the endpoint on ln until ctx ends, then drains: new
@@ -488,9 +508,13 @@ func (a *App) Close(ctx context.Context) error {
 		a.discovery.Close()
 	}
 	err := a.Providers.StopAll(ctx, "shutdown")
+	// Proxies are stopped before the reap, so none is restarted by its
+	// supervisor; their networks go once nothing is left on them.
+	a.Egress.Close()
 	if _, rerr := a.Runtime.ReapAll(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
+	a.reapEgress(ctx)
 	a.cancel()
 	a.wg.Wait()
 	a.Images.Engine.Puller().Close()

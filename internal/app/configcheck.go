@@ -30,6 +30,9 @@ func CheckConfig(ctx context.Context, path string, w io.Writer) error {
 	env, closeEnv := checkEnv(ctx, cfg)
 	defer closeEnv()
 	r := preflight.Run(ctx, cfg, env, preflight.Checks())
+	if eng, ok := env.Engine.(egressEngine); ok {
+		r.Problems = append(r.Problems, checkEgress(ctx, cfg, eng)...)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, p)
 	}

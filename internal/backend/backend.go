@@ -23,6 +23,9 @@ type Launcher struct {
 	// Images checks and fetches images before a start (Prepare); nil
 	// leaves images to the engine as they are.
 	Images *ImageGate
+	// Egress puts servers with an egress allow-list behind their proxy;
+	// nil refuses to start them.
+	Egress *dockerrt.Egress
 }
 
 var _ provider.Launcher = (*Launcher)(nil)
@@ -37,6 +40,8 @@ func (l *Launcher) Launch(ctx context.Context, s *config.Server) (provider.Backe
 		switch {
 		case s.AttachContainer != "":
 			return nilIfErr(attachDockerStdio(ctx, l.Docker, s))
+		case s.Egress != nil:
+			return nilIfErr(launchDockerEgress(ctx, l.Docker, l.Egress, s))
 		case s.Transport == config.TransportHTTP || s.Transport == config.TransportSSE:
 			network := l.HTTPNetwork
 			if network == "" {

@@ -60,6 +60,15 @@ var hardeningRules = []hardeningRule{
 		},
 	},
 	{
+		signs: []string{"hangar egress to", "egress allow-list", "providers may not reach", "proxyconnect",
+			"temporary failure in name resolution", "name or service not known", "no such host", "network is unreachable"},
+		applies: func(s *config.Server) bool { return s.Egress != nil },
+		hint: func(s *config.Server) string {
+			return fmt.Sprintf("the container reaches out only through its egress proxy, which allows %s; "+
+				"add the host the provider needs there (its HTTP client must honour HTTPS_PROXY)", keyOf(s, "egress.allow"))
+		},
+	},
+	{
 		signs: []string{"can't start new thread", "pthread_create", "fork: retry", "cannot fork", "fork failed",
 			"resource temporarily unavailable", "eagain"},
 		applies: func(*config.Server) bool { return true },
@@ -112,7 +121,8 @@ func keyOf(s *config.Server, key string) string {
 // gateway reaches).
 func hasNoNetwork(s *config.Server) bool {
 	stdio := s.Transport == "" || s.Transport == config.TransportStdio
-	return s.Network == "none" || (s.Network == "" && stdio)
+	// A server with egress has a network: its proxy's (see the egress hint).
+	return s.Egress == nil && (s.Network == "none" || (s.Network == "" && stdio))
 }
 
 func effectiveUser(s *config.Server) string {

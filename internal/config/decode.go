@@ -70,6 +70,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	d.images(root.sub("images"), &cfg.Images)
 	d.httpServer(root.sub("server"), &cfg.HTTP)
 	d.manage(root, cfg)
+	d.egressProxy(root.sub("egress_proxy"), &cfg.EgressProxy)
 	d.toolAccess(root, cfg)
 	d.store(root.sub("store"), &cfg.Store)
 

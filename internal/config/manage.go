@@ -22,6 +22,10 @@ type Install struct {
 	// image run as child processes of the gateway (default false: the
 	// gateway is container-native).
 	AllowSubprocess bool
+	// AllowedEgress is what installed and hot-loaded servers may ask to
+	// reach (egress rules; default none): a server asking for a host
+	// outside it is refused.
+	AllowedEgress []string
 }
 
 // manage decodes workspace, runtimes and install.
@@ -50,6 +54,9 @@ func (d *decoder) manage(root *section, cfg *Config) {
 	}
 	inst := root.sub("install")
 	inst.boolean("allow_subprocess", &cfg.Install.AllowSubprocess)
+	if inst.strList("allowed_egress", &cfg.Install.AllowedEgress) {
+		cfg.Install.AllowedEgress = d.egressRules(inst.at("allowed_egress"), cfg.Install.AllowedEgress)
+	}
 	inst.finish()
 }
 

@@ -26,7 +26,7 @@ var (
 		"max_concurrency", "start_timeout_s", "call_timeout_s"}
 	processKeys = []string{"env", "env_files", "transport", "port", "path", "protocol"}
 	modeKeys    = map[string][]string{
-		ModeDocker:     {"image", "args", "volumes", "resources", "network", "read_only", "user", "pull", "registry_auth", "pin_digest", "verify", "allow_docker_socket"},
+		ModeDocker:     {"image", "args", "volumes", "resources", "network", "read_only", "user", "pull", "registry_auth", "pin_digest", "verify", "allow_docker_socket", "egress"},
 		ModeSubprocess: {"command"},
 		ModeRemote:     {"endpoint", "headers", "transport", "protocol"},
 		ModeGroup:      {"strategy", "min_healthy", "health", "circuit_breaker", "members"},
@@ -230,6 +230,7 @@ func (d *decoder) server(p string, v any, exec Execution, member bool, top map[s
 		d.expandAll(s.at("headers"), srv.Headers)
 	}
 	s.enum("protocol", &srv.Protocol, ProtocolAuto, ProtocolLegacy, ProtocolModern)
+	d.serverEgress(s, srv)
 
 	// lifecycle
 	s.seconds("idle_ttl_s", &srv.IdleTTL, 1, 86400)

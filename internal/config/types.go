@@ -80,6 +80,8 @@ type Config struct {
 	// Store selects where durable state lives: PostgreSQL (shared by
 	// replicas) when it has a URL, else SQLite in DataDir.
 	Store Store
+	// EgressProxy is how servers with egress get their proxies.
+	EgressProxy EgressProxy
 }
 
 // Server is one configured MCP server (provider) or group.
@@ -111,6 +113,9 @@ type Server struct {
 	// controls the engine the gateway drives. dockerrt decides what counts
 	// as the socket.
 	AllowDockerSocket bool
+	// Egress, when set, puts the server's containers behind an egress
+	// proxy that allows only its list; see Egress.
+	Egress *Egress
 
 	// subprocess
 	Command []string

@@ -27,7 +27,7 @@ func (r *Runtime) Attach(ctx context.Context, id string) (*Container, error) {
 		return nil, fmt.Errorf("container %s was not started with an open stdin (stdin_open: true)", shortID(id))
 	}
 	c := &Container{ID: id, Stderr: NewTail(stderrTailBytes), rt: r, done: make(chan struct{}), foreign: true}
-	if err := c.attachStreams(ctx, true); err != nil {
+	if err := c.attachStreams(ctx, true, nil); err != nil {
 		return nil, err
 	}
 	wctx, detach := context.WithCancel(context.WithoutCancel(ctx))

@@ -16,4 +16,14 @@ const (
 	// LabelCreate carries a nonce of one creation, so that the reaper
 	// recognises a container whose creation is still under way.
 	LabelCreate = "io.mcp-hangar.create"
+	// LabelRole marks what the gateway creates besides provider containers:
+	// RoleEgressProxy on egress proxies, RoleEgressNetwork on their
+	// internal networks. LabelServer then names the server they serve.
+	LabelRole = "io.mcp-hangar.role"
+)
+
+// Roles of LabelRole.
+const (
+	RoleEgressProxy   = "egress-proxy"
+	RoleEgressNetwork = "egress-network"
 )

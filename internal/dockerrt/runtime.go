@@ -163,7 +163,7 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 		return nil, err
 	}
 
-	if err := c.attachStreams(ctx, spec.Stdio); err != nil {
+	if err := c.attachStreams(ctx, spec.Stdio, spec.Stdout); err != nil {
 		return fail(err)
 	}
 
@@ -184,8 +184,9 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 
 // attachStreams attaches to the container's output (and stdin for stdio
 // providers). stdout becomes c.Stdout for stdio providers; otherwise it
-// joins stderr in the tail, which is all the gateway wants of it.
-func (c *Container) attachStreams(ctx context.Context, stdin bool) error {
+// goes to stdout when set, else joins stderr in the tail, which is all the
+// gateway wants of it.
+func (c *Container) attachStreams(ctx context.Context, stdin bool, stdout io.Writer) error {
 	actx, cancel := context.WithTimeout(ctx, shortCallTimeout)
 	att, err := c.rt.api.ContainerAttach(actx, c.ID, client.ContainerAttachOptions{
 		Stream: true, Stdin: stdin, Stdout: true, Stderr: true,
@@ -204,7 +205,10 @@ func (c *Container) attachStreams(ctx context.Context, stdin bool) error {
 		c.Stdin = stdinCloser{att.HijackedResponse}
 		return nil
 	}
-	go func() { _ = demux(c.Stderr, c.Stderr, att.Reader) }()
+	if stdout == nil {
+		stdout = c.Stderr
+	}
+	go func() { _ = demux(stdout, c.Stderr, att.Reader) }()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package dockerrt
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
@@ -48,6 +49,13 @@ type Spec struct {
 	// ExtraLabels are informational only; they can never replace the
 	// gateway's own labels.
 	ExtraLabels map[string]string
+	// Role is LabelRole of a container that is not a provider itself
+	// (RoleEgressProxy); "" for providers.
+	Role string
+	// Stdout, when set, receives the stdout of a container that does not
+	// speak stdio (an egress proxy's events); else stdout joins the stderr
+	// tail.
+	Stdout io.Writer
 }
 
 // Build turns a Spec into the Docker create request, applying the hardening
@@ -85,6 +93,9 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 	labels[LabelOwner] = s.Owner
 	if s.Replica != "" {
 		labels[LabelReplica] = s.Replica
+	}
+	if s.Role != "" {
+		labels[LabelRole] = s.Role
 	}
 
 	env := make([]string, 0, len(s.Env))

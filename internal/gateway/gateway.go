@@ -81,6 +81,10 @@ type Gateway struct {
 	// the management policy's allow_implicit_invocation of an installed
 	// server (ok false: no policy, the spec's expose holds).
 	Exposed func(id string) (exposed, ok bool)
+	// EgressDetails, when set, is hangar_details' "egress" of a server
+	// (its allow-list and recent refusals); nil for a server without
+	// egress control.
+	EgressDetails func(id string) any
 	// FrontDoor lists provider tools by callable name; nil in egress mode.
 	// MCPServer builds it.
 	FrontDoor *FrontDoor

@@ -160,6 +160,11 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if g.FrontDoor != nil {
 		out["front_door"] = g.FrontDoor.Details(id)
 	}
+	if g.EgressDetails != nil {
+		if e := g.EgressDetails(id); e != nil {
+			out["egress"] = e
+		}
+	}
 	return ok(out)
 }
 

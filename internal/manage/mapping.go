@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/egress"
 )
 
 // Diagnostic levels.
@@ -136,13 +137,21 @@ type Entry struct {
 	Token         string `json:"token,omitempty"`
 	Authorization string `json:"authorization,omitempty"`
 	Cwd           string `json:"cwd,omitempty"`
+	// Egress is hangar's own field: the hosts the server asks to reach
+	// (egress rules); install.allowed_egress decides.
+	Egress *EntryEgress `json:"egress,omitempty"`
+}
+
+// EntryEgress is an entry's egress: {"allow": ["api.github.com:443"]}.
+type EntryEgress struct {
+	Allow []string `json:"allow"`
 }
 
 // knownFields are the entry keys Map understands; anything else is a
 // warning, not an error, because clients add their own (disabled,
 // autoApprove, …).
 var knownFields = []string{"type", "command", "args", "env", "envFile", "url", "headers", "token",
-	"authorization", "bearer_token", "bearerToken", "cwd"}
+	"authorization", "bearer_token", "bearerToken", "cwd", "egress"}
 
 // DecodeEntry reads one entry, strictly typed, warning about keys it does
 // not know.
@@ -179,6 +188,8 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 			err = json.Unmarshal(v, &e.Authorization)
 		case "cwd":
 			err = json.Unmarshal(v, &e.Cwd)
+		case "egress":
+			err = json.Unmarshal(v, &e.Egress)
 		default:
 			diags.add(LevelWarning, CodeIgnored, fp, "unknown field %q ignored", k)
 			continue
@@ -190,6 +201,8 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 				want = "a list of strings"
 			case "env", "headers":
 				want = "an object of strings"
+			case "egress":
+				want = `an object {"allow": [host[:port], …]}`
 			}
 			diags.add(LevelError, CodeInvalidValue, fp, "must be %s", want)
 		}
@@ -202,7 +215,10 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 type Options struct {
 	Runtimes        map[string]config.Runtime
 	AllowSubprocess bool
-	Execution       config.Execution
+	// AllowedEgress is install.allowed_egress: what an entry's egress may
+	// ask for (nothing by default).
+	AllowedEgress []string
+	Execution     config.Execution
 	// ReadFile reads an --env-file; nil refuses env files.
 	ReadFile func(path string) ([]byte, error)
 	// OnChanged, when set, is called after every install, update, policy
@@ -234,11 +250,45 @@ func Map(name string, e Entry, field string, o Options) (*config.Server, Diagnos
 	default:
 		s = mapCommand(name, e, field, o, &diags)
 	}
+	if s != nil && e.Egress != nil {
+		mapEgress(s, e.Egress, field+".egress", o, &diags)
+	}
 	if diags.HasError() {
 		return nil, diags
 	}
 	s.Origin = config.OriginInstalled
 	return s, diags
+}
+
+// mapEgress puts a container server behind its egress proxy with the
+// hosts it asks for, each of which the admin's install.allowed_egress must
+// cover.
+func mapEgress(s *config.Server, eg *EntryEgress, field string, o Options, diags *Diagnostics) {
+	if s.Mode != config.ModeDocker || (s.Transport != "" && s.Transport != config.TransportStdio) {
+		diags.add(LevelError, CodeInvalidValue, field, "egress applies to servers run as stdio containers only")
+		return
+	}
+	ok := true
+	for i, a := range eg.Allow {
+		fp := fmt.Sprintf("%s.allow[%d]", field, i)
+		if _, err := egress.ParseRule(a); err != nil {
+			diags.add(LevelError, CodeInvalidValue, fp, "%v", err)
+			ok = false
+		} else if _, permitted := (config.Install{AllowedEgress: o.AllowedEgress}).EgressPermitted([]string{a}); !permitted {
+			diags.add(LevelError, CodeWidensHardening, fp, "egress to %q is not allowed by the gateway's install.allowed_egress", a)
+			ok = false
+		}
+	}
+	if !ok {
+		return
+	}
+	allow, _ := egress.ParseAllow(eg.Allow)
+	s.Egress = &config.Egress{Allow: allow.Strings()}
+	if len(allow) == 0 {
+		s.Egress.Allow = nil
+	}
+	// The egress network replaces any other: its only way out is the proxy.
+	s.Network = ""
 }
 
 func commandName(cmd string) string {

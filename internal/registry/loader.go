@@ -133,6 +133,9 @@ type Loader struct {
 	Execution config.Execution
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// AllowedEgress is install.allowed_egress: the hosts a server's
+	// MetaEgress may ask for (none by default).
+	AllowedEgress []string
 
 	loadMu sync.Mutex // one load at a time
 	mu     sync.Mutex
@@ -209,6 +212,10 @@ func (l *Loader) Load(ctx context.Context, name string, forceUnverified bool, al
 	if out.Status != StatusResolved {
 		res.Status, res.Message = out.Status, out.Message
 		res.Missing, res.Instructions = out.Missing, out.Instructions
+		return res
+	}
+	if msg := l.applyEgress(e.Server, spec); msg != "" {
+		res.Status, res.Message = StatusFailed, msg
 		return res
 	}
 	if n := l.count(); l.cfg.MaxHotLoaded > 0 && n >= l.cfg.MaxHotLoaded {

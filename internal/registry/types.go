@@ -9,7 +9,10 @@
 // server. They are ephemeral: kept in memory only, gone after a restart.
 package registry
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Package registry types (server.json packages[].registryType).
 const (
@@ -47,6 +50,8 @@ type ServerJSON struct {
 	Version     string      `json:"version,omitempty"`
 	Packages    []Package   `json:"packages,omitempty"`
 	Remotes     []Transport `json:"remotes,omitempty"`
+	// Meta is the entry's _meta; hangar reads MetaEgress from it.
+	Meta map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Package is one way to run the server locally.

@@ -144,7 +144,7 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 		// entry: placeholders, never values.
 		// Env files are not read for a listing: their names are enough.
 		o := s.Options
-		o.ReadFile = func(string) ([]byte, error) { return nil, nil }
+		o.listing = true
 		if spec, _ := Map(id, sealed, "", o); spec != nil {
 			it.Transport = transportOf(spec)
 		}

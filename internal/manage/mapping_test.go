@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
 )
 
 func TestParse(t *testing.T) {
@@ -72,15 +74,16 @@ type mapped struct {
 
 func TestMap(t *testing.T) {
 	t.Parallel()
+	binds, envs := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(envs, "app.env"), []byte("# comment\nFROM_FILE=1\nKEY=file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	opts := Options{
 		Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}},
-		ReadFile: func(p string) ([]byte, error) {
-			if p == "/etc/app.env" {
-				return []byte("# comment\nFROM_FILE=1\nKEY=file\n"), nil
-			}
-			return nil, &os.PathError{Op: "open", Path: p, Err: os.ErrNotExist}
-		},
+		Access:   hostaccess.Policy{BindRoots: []string{binds}, EnvFileRoots: []string{envs}, Networks: []string{"mynet"}},
 	}
+	// BINDS and ENVS in an entry are the allowed roots.
+	roots := strings.NewReplacer("BINDS", binds, "ENVS", envs)
 	sub := opts
 	sub.Runtimes = nil
 	sub.AllowSubprocess = true
@@ -98,16 +101,16 @@ func TestMap(t *testing.T) {
 	}{
 		{name: "docker run basic", entry: `{"command":"docker","args":["run","-i","--rm","mcp-hangar/math:dev"]}`,
 			want: &mapped{mode: "docker", image: "mcp-hangar/math:dev", transport: "stdio"}},
-		{name: "docker run flags", entry: `{"command":"docker","args":["run","-i","--rm","-e","A=1","--env=B=2","-e","TOKEN","-v","/data:/data:ro",
+		{name: "docker run flags", entry: `{"command":"docker","args":["run","-i","--rm","-e","A=1","--env=B=2","-e","TOKEN","-v","BINDS/data:/data:ro",
 			"--network","mynet","--memory","256m","--cpus","0.5","--user","1000:1000","--read-only","img:1","serve","--port","3"],"env":{"TOKEN":"t"}}`,
 			want: &mapped{mode: "docker", image: "img:1", network: "mynet", user: "1000:1000", args: []string{"serve", "--port", "3"},
-				env: map[string]string{"A": "1", "B": "2", "TOKEN": "t"}, volumes: []string{"/data:/data:ro"}, memory: 256 << 20, cpus: 5e8}},
+				env: map[string]string{"A": "1", "B": "2", "TOKEN": "t"}, volumes: []string{"BINDS/data:/data:ro"}, memory: 256 << 20, cpus: 5e8}},
 		{name: "docker combined -it warns", entry: `{"command":"docker","args":["run","-it","img"]}`,
 			want: &mapped{mode: "docker", image: "img"}, codes: []string{CodeIgnored}},
-		{name: "docker env-file", entry: `{"command":"docker","args":["run","--env-file","/etc/app.env","-e","KEY=explicit","img"]}`,
+		{name: "docker env-file", entry: `{"command":"docker","args":["run","--env-file","ENVS/app.env","-e","KEY=explicit","img"]}`,
 			want: &mapped{mode: "docker", image: "img", env: map[string]string{"FROM_FILE": "1", "KEY": "explicit"}}},
-		{name: "docker env-file missing", entry: `{"command":"docker","args":["run","--env-file","/nope","img"]}`,
-			codes: []string{CodeInvalidValue}, field: "mcpServers.x.args[1]"},
+		{name: "docker env-file missing", entry: `{"command":"docker","args":["run","--env-file","ENVS/nope","img"]}`,
+			codes: []string{CodeWidensHardening}, field: "mcpServers.x.args[1]"},
 		{name: "docker unknown flag warns", entry: `{"command":"docker","args":["run","--name","foo","-p","80:80","img"]}`,
 			want: &mapped{mode: "docker", image: "img"}, codes: []string{CodeIgnored, CodeIgnored}},
 		{name: "docker -- ends flags", entry: `{"command":"/usr/bin/docker","args":["run","--","-img"]}`,
@@ -136,10 +139,10 @@ func TestMap(t *testing.T) {
 			codes: []string{CodeWidensHardening}},
 		{name: "docker security-opt", entry: `{"command":"docker","args":["run","--security-opt","seccomp=unconfined","img"]}`,
 			codes: []string{CodeWidensHardening}},
-		{name: "docker root user", entry: `{"command":"docker","args":["run","-u","0","img"]}`,
-			codes: []string{CodeWidensHardening}},
+		{name: "docker root user keeps the default", entry: `{"command":"docker","args":["run","-u","0","img"]}`,
+			want: &mapped{mode: "docker", image: "img", user: "65534:65534"}, codes: []string{CodeWidensHardening}},
 		{name: "docker relative volume", entry: `{"command":"docker","args":["run","-v","data:/data","img"]}`,
-			codes: []string{CodeInvalidValue}},
+			codes: []string{CodeWidensHardening}},
 		{name: "docker bad memory", entry: `{"command":"docker","args":["run","--memory","lots","img"]}`,
 			codes: []string{CodeInvalidValue}},
 		{name: "docker no image", entry: `{"command":"docker","args":["run","-i"]}`,
@@ -180,10 +183,10 @@ func TestMap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			o := tt.opts
-			if o.Runtimes == nil && !o.AllowSubprocess && tt.opts.ReadFile == nil {
+			if o.Runtimes == nil && !o.AllowSubprocess && o.Access.BindRoots == nil {
 				o = opts
 			}
-			e, diags := DecodeEntry("mcpServers.x", json.RawMessage(tt.entry))
+			e, diags := DecodeEntry("mcpServers.x", json.RawMessage(roots.Replace(tt.entry)))
 			if diags.HasError() {
 				t.Fatalf("decode: %+v", diags)
 			}
@@ -211,7 +214,12 @@ func TestMap(t *testing.T) {
 			if s == nil {
 				t.Fatalf("refused: %+v", diags)
 			}
-			checkSpec(t, s, tt.want)
+			w := *tt.want
+			w.volumes = slices.Clone(w.volumes)
+			for i, v := range w.volumes {
+				w.volumes[i] = roots.Replace(v)
+			}
+			checkSpec(t, s, &w)
 		})
 	}
 }
@@ -320,7 +328,7 @@ func TestSealAndUnseal(t *testing.T) {
 			[]string{"f.args[2]", "f.args[3]"}, []string{"8080", "--password"}},
 		{"no secrets", `{"command":"npx","args":["pkg","--verbose"]}`, nil, []string{"pkg"}},
 	}
-	opts := Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node"}}, ReadFile: os.ReadFile}
+	opts := Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node"}}, }
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -52,7 +52,7 @@ func TestManageKeys(t *testing.T) {
 		{"install: {allowed_bind_roots: [/srv/a/../b]}\n", []string{`install.allowed_bind_roots[0]: must be a clean path (no ., .. or double slashes) (got "/srv/a/../b")`}},
 		{"install: {allowed_bind_roots: [/var/lib]}\n", []string{`install.allowed_bind_roots[0]: cannot be allowed: it is or holds /var/lib/docker (got "/var/lib")`}},
 		{"install: {allowed_env_file_roots: [/proc/1]}\n", []string{`install.allowed_env_file_roots[0]: cannot be allowed: it is or holds /proc (got "/proc/1")`}},
-		{"install: {allowed_env_file_roots: /etc}\n", []string{`install.allowed_env_file_roots: must be a list of strings (got string "/etc")`}},
+		{"install: {allowed_env_file_roots: /etc}\n", []string{`install.allowed_env_file_roots: must be a list of strings (got "/etc")`}},
 		{"install: {allowed_networks: [host, 'container:x', ok-net]}\n", []string{`install.allowed_networks[0]: host networking is never allowed (got "host")`,
 			`install.allowed_networks[1]: joining another container's network is never allowed (got "container:x")`}},
 	} {

@@ -159,6 +159,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.holder = instance.Self(a.Instance, a.self, o.Listen)
 	a.Runtime = dockerrt.New(cli, a.Instance, log)
 	a.Runtime.SetGuard(a.holdLease)
+	a.Runtime.SetAccess(a.hostAccess)
 
 	// A dead engine at start-up is not fatal: remote providers still work
 	// and the watcher reconnects when the engine comes back; the lease is
@@ -300,7 +301,7 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 		Runtimes:        cfg.Runtimes,
 		AllowSubprocess: cfg.Install.AllowSubprocess,
 		Execution:       cfg.Execution,
-		ReadFile:        os.ReadFile,
+		Access:          a.hostAccess(),
 		OnChanged: func() {
 			if fd := a.Gateway.FrontDoor; fd != nil {
 				fd.Kick()

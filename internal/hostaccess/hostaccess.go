@@ -103,6 +103,22 @@ func (p Policy) refused(h string) string {
 	return ""
 }
 
+// engineSockets are where Docker engines listen.
+var engineSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}
+
+// EngineSocket reports whether bind-mounting host path p hands over an
+// engine socket: the socket however it is spelt (the engine cleans bind
+// paths), any file named docker.sock, or a directory above one. It is the
+// one rule the operator's own config file keeps (allow_docker_socket
+// lifts it); every other spec is held to Policy, which refuses far more.
+func EngineSocket(p string) bool {
+	clean := filepath.Clean(p)
+	if filepath.Base(clean) == "docker.sock" {
+		return true
+	}
+	return slices.ContainsFunc(engineSockets, func(sock string) bool { return within(sock, clean) })
+}
+
 // within reports whether clean absolute path p is root or lies under it.
 func within(p, root string) bool {
 	if root == "/" {

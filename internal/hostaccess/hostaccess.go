@@ -86,14 +86,13 @@ func (p Policy) refused(h string) string {
 	if strings.HasSuffix(h, ".sock") {
 		return "it is a socket"
 	}
-	dirs := refusedDirs
-	if p.DataDir != "" {
-		dirs = append(slices.Clip(dirs), filepath.Clean(p.DataDir))
-	}
-	for _, d := range dirs {
+	for _, d := range refusedDirs {
 		if within(h, d) || within(d, h) {
 			return "it is or holds " + d
 		}
+	}
+	if d := filepath.Clean(p.DataDir); p.DataDir != "" && (within(h, d) || within(d, h)) {
+		return "it is or holds the gateway's data dir"
 	}
 	for _, pre := range refusedRunPrefixes {
 		if strings.HasPrefix(h, pre) {

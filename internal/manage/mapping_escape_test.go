@@ -21,7 +21,7 @@ type escapeHost struct {
 	policy            hostaccess.Policy
 }
 
-func newEscapeHost(t *testing.T) escapeHost {
+func newEscapeHost(t testing.TB) escapeHost {
 	t.Helper()
 	base := t.TempDir()
 	h := escapeHost{root: filepath.Join(base, "r"), envs: filepath.Join(base, "e")}

@@ -328,7 +328,7 @@ func TestSealAndUnseal(t *testing.T) {
 			[]string{"f.args[2]", "f.args[3]"}, []string{"8080", "--password"}},
 		{"no secrets", `{"command":"npx","args":["pkg","--verbose"]}`, nil, []string{"pkg"}},
 	}
-	opts := Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node"}}, }
+	opts := Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node"}}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,6 +1,7 @@
 package manage
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -321,7 +322,8 @@ func TestSealAndUnseal(t *testing.T) {
 			[]string{"f.headers.Authorization", "f.headers.X-Api-Key"}, []string{"https://h/mcp"}},
 		{"token", `{"url":"https://h/mcp","token":"s3cr3t-VALUE"}`, []string{"f.token"}, nil},
 		{"authorization", `{"url":"https://h/mcp","authorization":"Basic s3cr3t-VALUE"}`, []string{"f.authorization"}, nil},
-		{"query", `{"url":"https://h/mcp?api_key=s3cr3t-VALUE&region=eu#frag"}`, []string{"f.url?api_key"}, []string{"region=eu"}},
+		{"query", `{"url":"https://h/mcp?api_key=s3cr3t-VALUE&region=s3cr3t-VALUE-any-name&flag#frag"}`, []string{"f.url?api_key", "f.url?region"},
+			[]string{"https://h/mcp?api_key=", "region=", "flag#frag"}},
 		{"docker -e", `{"command":"docker","args":["run","-e","K=s3cr3t-VALUE","--env=L=s3cr3t-VALUE2","-e","NAME","img"],"env":{"NAME":"s3cr3t-VALUE3"}}`,
 			[]string{"f.env.NAME", "f.args[2]", "f.args[3]"}, []string{"img", "NAME"}},
 		{"flags", `{"command":"npx","args":["pkg","--api-key","s3cr3t-VALUE","--token=s3cr3t-VALUE2","--port","8080","--password"]}`,
@@ -381,6 +383,44 @@ func TestSealAndUnseal(t *testing.T) {
 				t.Errorf("unsealed spec differs from the plain one:\n got %s\nwant %s", ub, pb)
 			}
 		})
+	}
+}
+
+// TestSealUserInfo: user-info becomes a sealed Basic authorization header
+// and the stored URL has none; an explicit credential wins over it.
+func TestSealUserInfo(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		entry, url, auth string
+		fields           []string
+	}{
+		{`{"url":"https://alice:s3cr3t-VALUE@h:8443/mcp?k=s3cr3t-VALUE2"}`, "https://h:8443/mcp?k=${keystore:installs/srv/2}",
+			"Basic " + base64.StdEncoding.EncodeToString([]byte("alice:s3cr3t-VALUE")), []string{"f.url", "f.url?k"}},
+		{`{"url":"https://al%40ce:p%3Aw@h/mcp"}`, "https://h/mcp", "Basic " + base64.StdEncoding.EncodeToString([]byte("al@ce:p:w")), []string{"f.url"}},
+		{`{"url":"https://tok-s3cr3t-VALUE@h/mcp","token":"s3cr3t-VALUE"}`, "https://h/mcp", "Bearer s3cr3t-VALUE", []string{"f.token"}},
+	} {
+		e, _ := DecodeEntry("f", json.RawMessage(tt.entry))
+		sealed := Seal("srv", "", e, "f")
+		b, _ := json.Marshal(sealed.Entry)
+		if strings.Contains(string(b), secretValue) || strings.Contains(string(b), "@h") {
+			t.Errorf("%s: sealed entry holds user-info: %s", tt.entry, b)
+		}
+		if !slices.Equal(sealed.Fields, tt.fields) {
+			t.Errorf("%s: fields %v, want %v", tt.entry, sealed.Fields, tt.fields)
+		}
+		spec, d := Map("srv", sealed.Entry, "f", Options{})
+		if d.HasError() {
+			t.Fatal(d)
+		}
+		if err := Unseal("srv", spec, func(ref string) (string, error) { return sealed.Secrets[ref], nil }); err != nil {
+			t.Fatal(err)
+		}
+		if spec.Headers["Authorization"] != tt.auth {
+			t.Errorf("%s: authorization %q, want %q", tt.entry, spec.Headers["Authorization"], tt.auth)
+		}
+		if want := strings.Replace(tt.url, "${keystore:installs/srv/2}", "s3cr3t-VALUE2", 1); spec.Endpoint != want {
+			t.Errorf("%s: endpoint %q, want %q", tt.entry, spec.Endpoint, want)
+		}
 	}
 }
 

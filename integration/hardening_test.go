@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,5 +270,61 @@ discovery:
 				t.Errorf("container %.12s (%s) has bind %q", c.ID, c.Labels[dockerrt.LabelServer], b)
 			}
 		}
+	}
+}
+
+// A config-file remote whose endpoint carries a secret (user-info, a
+// ${SECRET} in its query) fails to start; neither hangar_details
+// (meta.endpoint, last_error), the tool error nor the log shows the
+// secret. An installed remote with user-info keeps it only in the
+// keystore.
+func TestEndpointSecretsRedacted(t *testing.T) {
+	const secret = "endpoint-SECRET-71c3"
+	t.Setenv("SEC_TEST_ENDPOINT_SECRET", secret)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(newTestLog(t), logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// Port 1 on loopback refuses: the start fails with net/http's error,
+	// which quotes the URL.
+	g := startGatewayFile(t, writeConfig(t, `
+mcp_servers:
+  far:
+    mode: remote
+    endpoint: "http://alice:${SEC_TEST_ENDPOINT_SECRET}@127.0.0.1:1/mcp?key=${SEC_TEST_ENDPOINT_SECRET}"
+    start_timeout_s: 5
+`), app.Options{Log: log})
+	s := connect(t, g.MCPURL)
+	var answers []string
+	_, isErr, text := s.call(t, "hangar_start", map[string]any{"mcp_server": "far"})
+	if !isErr {
+		t.Fatalf("hangar_start far succeeded: %s", text)
+	}
+	answers = append(answers, text)
+	d := s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "far"})
+	answers = append(answers, jsonOf(d))
+	meta, _ := d["meta"].(map[string]any)
+	if meta["endpoint"] != "http://127.0.0.1:1/mcp?key=[redacted]" {
+		t.Errorf("meta.endpoint = %v", meta["endpoint"])
+	}
+	if le, _ := meta["last_error"].(string); !strings.Contains(le, "127.0.0.1:1") {
+		t.Errorf("last_error = %q, want the failure with the redacted endpoint", le)
+	}
+
+	res, raw := mustMgmt(t, g.MCPURL, manage.MethodInstall, map[string]any{"config_json": `{"mcpServers":{"far2":{"url":"http://bob:` + secret + `@127.0.0.1:1/mcp?token=` + secret + `"}}}`})
+	answers = append(answers, raw)
+	if res["status"] != "ok" {
+		t.Fatalf("install far2 = %s", raw)
+	}
+	_, raw = mustMgmt(t, g.MCPURL, manage.MethodDetails, map[string]any{"server_id": "far2"})
+	answers = append(answers, raw)
+	_, _, text = s.call(t, "hangar_start", map[string]any{"mcp_server": "far2"})
+	answers = append(answers, text, jsonOf(s.mustCall(t, "hangar_details", map[string]any{"mcp_server": "far2"})))
+
+	for _, a := range append(answers, logs.String()) {
+		if strings.Contains(a, secret) {
+			t.Errorf("the endpoint secret leaks: %s", a)
+		}
+	}
+	if !strings.Contains(logs.String(), "start failed") {
+		t.Errorf("no start failure logged")
 	}
 }

@@ -30,6 +30,7 @@ func CheckConfig(ctx context.Context, path string, w io.Writer) error {
 	env, closeEnv := checkEnv(ctx, cfg)
 	defer closeEnv()
 	r := preflight.Run(ctx, cfg, env, preflight.Checks())
+	r.Problems = append(r.Problems, installRootProblems(cfg.Install, env.Host)...)
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, p)
 	}

@@ -1,9 +1,13 @@
 package app
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/hostaccess"
+	"github.com/mcp-hangar/hangar/internal/preflight"
 )
 
 // hostAccess is what a container not written in the config file may get
@@ -23,4 +27,33 @@ func (a *App) hostAccess() hostaccess.Policy {
 		}
 	}
 	return p
+}
+
+// installRootProblems are what `hangar config check` says about the
+// install.allowed_* roots when the host is visible: a root the gateway
+// cannot see admits nothing, and one that resolves into a refused place
+// would be refused at every mount.
+func installRootProblems(in config.Install, host preflight.Host) []preflight.Problem {
+	if host == nil {
+		return nil
+	}
+	var out []preflight.Problem
+	for _, k := range []struct {
+		key   string
+		roots []string
+	}{{"install.allowed_bind_roots", in.AllowedBindRoots}, {"install.allowed_env_file_roots", in.AllowedEnvFileRoots}} {
+		for i, r := range k.roots {
+			path := fmt.Sprintf("%s[%d]", k.key, i)
+			real, err := host.EvalSymlinks(r)
+			switch {
+			case err != nil:
+				out = append(out, preflight.Problem{Path: path, Msg: fmt.Sprintf("%s cannot be resolved on the host, so nothing under it is allowed", r),
+					Fix: "create it, or mount it into the gateway's container at the same path"})
+			case hostaccess.ValidateRoot(real) != "":
+				out = append(out, preflight.Problem{Path: path, Msg: fmt.Sprintf("%s leads to %s, which %s", r, real, strings.TrimPrefix(hostaccess.ValidateRoot(real), "cannot be allowed: ")),
+					Fix: "allow a directory that holds only what servers may mount"})
+			}
+		}
+	}
+	return out
 }

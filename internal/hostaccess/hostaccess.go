@@ -74,6 +74,9 @@ var refusedDirs = []string{
 	"/run/containerd", "/var/run/containerd",
 	"/run/docker", "/var/run/docker",
 	"/run/docker.sock", "/var/run/docker.sock",
+	// Other engines and orchestrators on the same host.
+	"/var/lib/containers", "/run/containers", "/run/podman", "/var/run/podman",
+	"/run/crio", "/var/run/crio", "/var/lib/kubelet",
 }
 
 // refusedRunPrefixes are names in /run and /var/run refused by prefix:
@@ -128,8 +131,10 @@ func within(p, root string) bool {
 
 // Bind is one accepted bind mount.
 type Bind struct {
-	// Source is the host path with symlinks resolved: what the engine
-	// mounts, so that a link swapped in later is not followed.
+	// Source is the host path with symlinks resolved: the engine is given
+	// the path that was checked, not a link it would follow. (A link
+	// swapped into that path between the check and the start is still
+	// followed: see the README on sharing a root between servers.)
 	Source   string
 	Target   string
 	ReadOnly bool

@@ -246,6 +246,8 @@ func (b *Bench) createLabelled(ctx context.Context, owner, name string) (string,
 		Args:     []string{"--transport", "http", "--port", "8080"},
 		Network:  "bridge",
 		ReadOnly: true,
+		// The bench is the operator here.
+		FromConfigFile: true,
 		ExtraLabels: map[string]string{
 			discLabelEnabled: "true",
 			discLabelName:    name,

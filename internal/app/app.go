@@ -177,6 +177,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		a.Runtime.SetReplica(a.member.Self.Replica)
 	}
 	a.Runtime.SetGuard(a.holdLease)
+	a.Runtime.SetAccess(a.hostAccess)
 
 	// A dead engine at start-up is not fatal: remote providers still work
 	// and the watcher reconnects when the engine comes back; the lease is
@@ -324,7 +325,7 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 		AllowSubprocess: cfg.Install.AllowSubprocess,
 		AllowedEgress:   cfg.Install.AllowedEgress,
 		Execution:       cfg.Execution,
-		ReadFile:        os.ReadFile,
+		Access:          a.hostAccess(),
 		OnChanged: func() {
 			if fd := a.Gateway.FrontDoor; fd != nil {
 				fd.Kick()

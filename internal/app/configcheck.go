@@ -33,6 +33,7 @@ func CheckConfig(ctx context.Context, path string, w io.Writer) error {
 	if eng, ok := env.Engine.(egressEngine); ok {
 		r.Problems = append(r.Problems, checkEgress(ctx, cfg, eng)...)
 	}
+	r.Problems = append(r.Problems, installRootProblems(cfg.Install, env.Host)...)
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, p)
 	}

@@ -135,6 +135,9 @@ func SpecFor(s *config.Server, network string) dockerrt.Spec {
 		Stdio:       stdio,
 
 		AllowDockerSocket: s.AllowDockerSocket,
+		// Only the config file's servers have no Origin; every other
+		// source is held to install.allowed_* when the container is built.
+		FromConfigFile: s.Origin == "",
 	}
 }
 

@@ -35,7 +35,7 @@ func launchDockerEgress(ctx context.Context, rt *dockerrt.Runtime, eg *dockerrt.
 	}
 	maps.Copy(env, lease.Env)
 	spec.Env = env
-	spec.Network = lease.Network
+	spec.Network, spec.EgressNetwork = lease.Network, true
 	c, err := rt.Run(ctx, spec)
 	if err != nil {
 		lease.Release()

@@ -24,25 +24,29 @@ var (
 )
 
 func (m mcpSide) ListAll(ctx context.Context, kind string) ([]json.RawMessage, error) {
-	return m.conn.ListAll(ctx, kind)
+	l, err := m.conn.ListAll(ctx, kind)
+	return l, hideEndpoint(err)
 }
 
 func (m mcpSide) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
-	return m.conn.ReadResource(ctx, uri)
+	r, err := m.conn.ReadResource(ctx, uri)
+	return r, hideEndpoint(err)
 }
 
 func (m mcpSide) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
-	return m.conn.GetPrompt(ctx, name, args)
+	r, err := m.conn.GetPrompt(ctx, name, args)
+	return r, hideEndpoint(err)
 }
 
 func (m mcpSide) Complete(ctx context.Context, ref any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
-	return m.conn.Complete(ctx, ref, arg, cc)
+	r, err := m.conn.Complete(ctx, ref, arg, cc)
+	return r, hideEndpoint(err)
 }
 
 func (m mcpSide) Subscribe(ctx context.Context, uri string, updated func(map[string]any)) error {
-	return m.conn.Subscribe(ctx, uri, updated)
+	return hideEndpoint(m.conn.Subscribe(ctx, uri, updated))
 }
 
 func (m mcpSide) Unsubscribe(ctx context.Context, uri string) error {
-	return m.conn.Unsubscribe(ctx, uri)
+	return hideEndpoint(m.conn.Unsubscribe(ctx, uri))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
 // remoteBackend is a session with an MCP server the gateway does not run.
@@ -29,21 +30,38 @@ func launchRemote(ctx context.Context, s *config.Server) (*remoteBackend, error)
 		tr, err = mcpconn.HTTP(s.Endpoint, s.Headers, connectClient())
 	}
 	if err != nil {
-		return nil, err
+		return nil, hideEndpoint(err)
 	}
 	conn, err := mcpconn.Connect(ctx, tr, s.Protocol)
 	if err != nil {
-		return nil, err
+		return nil, hideEndpoint(err)
 	}
 	return &remoteBackend{mcpSide: mcpSide{conn}, done: make(chan struct{})}, nil
 }
 
 func (b *remoteBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {
-	return b.conn.ListTools(ctx)
+	tools, err := b.conn.ListTools(ctx)
+	return tools, hideEndpoint(err)
 }
 
 func (b *remoteBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	return b.conn.CallTool(ctx, name, args)
+	res, err := b.conn.CallTool(ctx, name, args)
+	return res, hideEndpoint(err)
+}
+
+// endpointError hides the credentials of an endpoint in an error's text
+// (net/http quotes the URL it failed on, query and user-info included),
+// keeping the error itself for errors.Is and errors.As.
+type endpointError struct{ err error }
+
+func (e endpointError) Error() string { return redact.Text(e.err.Error()) }
+func (e endpointError) Unwrap() error { return e.err }
+
+func hideEndpoint(err error) error {
+	if err == nil {
+		return nil
+	}
+	return endpointError{err}
 }
 
 func (b *remoteBackend) Done() <-chan struct{} { return b.done }

@@ -1,6 +1,11 @@
 package config
 
-import "strings"
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
+)
 
 // OriginInstalled is Server.Origin of a server installed through the
 // management protocol (mcp/install).
@@ -26,6 +31,27 @@ type Install struct {
 	// reach (egress rules; default none): a server asking for a host
 	// outside it is refused.
 	AllowedEgress []string
+	// AllowedBindRoots are the host directories under which an installed,
+	// discovered or hot-loaded server may bind-mount (default none); see
+	// package hostaccess for what stays refused under them.
+	AllowedBindRoots []string
+	// AllowedNetworks are the networks such a server may name (default
+	// none: it gets no network unless the operator's config gives one).
+	AllowedNetworks []string
+	// AllowedEnvFileRoots are the directories --env-file/envFile may be
+	// read from (default none: env files are refused).
+	AllowedEnvFileRoots []string
+}
+
+// Access is the policy these keys make for servers not written in the
+// config file; dataDir is never mountable.
+func (i Install) Access(dataDir string) hostaccess.Policy {
+	return hostaccess.Policy{
+		BindRoots:    i.AllowedBindRoots,
+		Networks:     i.AllowedNetworks,
+		EnvFileRoots: i.AllowedEnvFileRoots,
+		DataDir:      dataDir,
+	}
 }
 
 // manage decodes workspace, runtimes and install.
@@ -56,6 +82,26 @@ func (d *decoder) manage(root *section, cfg *Config) {
 	inst.boolean("allow_subprocess", &cfg.Install.AllowSubprocess)
 	if inst.strList("allowed_egress", &cfg.Install.AllowedEgress) {
 		cfg.Install.AllowedEgress = d.egressRules(inst.at("allowed_egress"), cfg.Install.AllowedEgress)
+	}
+	for _, k := range []struct {
+		key string
+		dst *[]string
+	}{{"allowed_bind_roots", &cfg.Install.AllowedBindRoots}, {"allowed_env_file_roots", &cfg.Install.AllowedEnvFileRoots}} {
+		if inst.strList(k.key, k.dst) {
+			for i, r := range *k.dst {
+				if why := hostaccess.ValidateRoot(r); why != "" {
+					d.add(index(inst.at(k.key), i), "%s (got %q)", why, r)
+				}
+				(*k.dst)[i] = filepath.Clean(r)
+			}
+		}
+	}
+	if inst.strList("allowed_networks", &cfg.Install.AllowedNetworks) {
+		for i, n := range cfg.Install.AllowedNetworks {
+			if why := hostaccess.ValidateNetwork(n); why != "" {
+				d.add(index(inst.at("allowed_networks"), i), "%s (got %q)", why, n)
+			}
+		}
 	}
 	inst.finish()
 }

@@ -23,6 +23,15 @@ func TestManageKeys(t *testing.T) {
 		t.Errorf("uvx = %+v", uvx)
 	}
 
+	inst, err := Parse([]byte("install: {allowed_bind_roots: [/srv/mcp-data/], allowed_networks: [tools], allowed_env_file_roots: [/etc/mcp]}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := inst.Install.Access("/data"); !slices.Equal(p.BindRoots, []string{"/srv/mcp-data"}) || !slices.Equal(p.Networks, []string{"tools"}) ||
+		!slices.Equal(p.EnvFileRoots, []string{"/etc/mcp"}) || p.DataDir != "/data" {
+		t.Errorf("install access = %+v", p)
+	}
+
 	def, err := Parse([]byte("{}\n"), nil)
 	if err != nil || def.Workspace != "" || def.Runtimes != nil || def.Install.AllowSubprocess {
 		t.Errorf("defaults: %+v %v", def, err)
@@ -37,6 +46,15 @@ func TestManageKeys(t *testing.T) {
 		{"runtimes: {npx: {image: n, network: host}}\n", []string{"runtimes.npx.network: host networking is not allowed: it bypasses container isolation"}},
 		{"runtimes: {npx: {image: n, cmd: x}}\n", []string{"runtimes.npx.cmd: unknown key"}},
 		{"install: {allow_subprocesses: true}\n", []string{"install.allow_subprocesses: unknown key"}},
+		{"install: {allowed_bind_roots: [srv/data]}\n", []string{`install.allowed_bind_roots[0]: must be an absolute path (got "srv/data")`}},
+		{"install: {allowed_bind_roots: [/]}\n", []string{`install.allowed_bind_roots[0]: must not be / (the whole host) (got "/")`}},
+		{"install: {allowed_bind_roots: [/srv/../]}\n", []string{`install.allowed_bind_roots[0]: must not be / (the whole host) (got "/srv/../")`}},
+		{"install: {allowed_bind_roots: [/srv/a/../b]}\n", []string{`install.allowed_bind_roots[0]: must be a clean path (no ., .. or double slashes) (got "/srv/a/../b")`}},
+		{"install: {allowed_bind_roots: [/var/lib]}\n", []string{`install.allowed_bind_roots[0]: cannot be allowed: it is or holds /var/lib/docker (got "/var/lib")`}},
+		{"install: {allowed_env_file_roots: [/proc/1]}\n", []string{`install.allowed_env_file_roots[0]: cannot be allowed: it is or holds /proc (got "/proc/1")`}},
+		{"install: {allowed_env_file_roots: /etc}\n", []string{`install.allowed_env_file_roots: must be a list of strings (got "/etc")`}},
+		{"install: {allowed_networks: [host, 'container:x', ok-net]}\n", []string{`install.allowed_networks[0]: host networking is never allowed (got "host")`,
+			`install.allowed_networks[1]: joining another container's network is never allowed (got "container:x")`}},
 	} {
 		_, err := Parse([]byte(tt.yaml), nil)
 		var ve *ValidationError

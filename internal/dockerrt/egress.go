@@ -309,6 +309,9 @@ func (e *Egress) startProxy(ctx context.Context, n *egressNet) error {
 		MemoryBytes: proxyMemoryBytes,
 		NanoCPUs:    proxyNanoCPUs,
 		Stdout:      events,
+		// The proxy is the gateway's own, on the way-out network the
+		// operator's config names (egress_proxy.network).
+		FromConfigFile: true,
 	})
 	if err != nil {
 		return fmt.Errorf("egress proxy for %s: %w", n.server, err)

@@ -13,6 +13,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
 )
 
 // API is the part of the Docker Engine client the runtime uses.
@@ -52,11 +54,18 @@ type Runtime struct {
 	oom     *oomTracker
 	live    *liveSet
 	guard   func(context.Context) error
+	// access is the operator's allow-list for specs not from the config
+	// file, read at each Run so that a reload applies; nil allows nothing.
+	access func() hostaccess.Policy
 }
 
 // SetReplica makes the Runtime one replica of its instance (see
 // LabelReplica). Call it before the first Run or Reap.
 func (r *Runtime) SetReplica(name string) { r.replica = name }
+
+// SetAccess makes every Run hold specs not from the config file to the
+// policy access returns. Call it before the Runtime is used.
+func (r *Runtime) SetAccess(access func() hostaccess.Policy) { r.access = access }
 
 // New returns a Runtime creating containers labelled with owner.
 func New(api API, owner string, log *slog.Logger) *Runtime {
@@ -120,6 +129,10 @@ func (c *Container) Exit() string {
 // so that even an instant exit is seen.
 func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 	spec.Owner, spec.Replica = r.owner, r.replica
+	spec.Access = hostaccess.Policy{}
+	if r.access != nil {
+		spec.Access = r.access()
+	}
 	cfg, host, netCfg, err := Build(spec)
 	if err != nil {
 		return nil, err
@@ -128,7 +141,7 @@ func (r *Runtime) Run(ctx context.Context, spec Spec) (*Container, error) {
 		return nil, err
 	}
 	for _, v := range spec.Volumes {
-		if MountsEngineSocket(v) {
+		if spec.FromConfigFile && MountsEngineSocket(v) {
 			// Allowed by allow_docker_socket, but worth a line in every start.
 			r.log.Warn("provider is given the Docker socket (allow_docker_socket: true)", "server", spec.ServerID, "volume", v)
 		}

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
+
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
 )
 
 // Defaults of the hardening template.
@@ -18,13 +19,13 @@ const (
 	DefaultMemoryBytes = 512 << 20
 	DefaultNanoCPUs    = 1_000_000_000
 	DefaultPidsLimit   = 256
-	DefaultUser        = "65534:65534"
+	DefaultUser        = hostaccess.DefaultUser
 	tmpfsOptions       = "rw,noexec,nosuid,size=64m"
 )
 
-// Spec is what the gateway wants a provider container to be. It is built from
-// trusted configuration only; the hardening template in Build is applied on
-// top and nothing in a Spec can widen it.
+// Spec is what the gateway wants a provider container to be. The hardening
+// template in Build is applied on top and nothing in a Spec can widen it;
+// what of the host it may get depends on who wrote it (FromConfigFile).
 type Spec struct {
 	ServerID    string
 	Owner       string // gateway instance, see LabelOwner
@@ -42,8 +43,21 @@ type Spec struct {
 	ReadOnly bool
 	User     string
 	// AllowDockerSocket lets Volumes hand the engine socket to the
-	// provider (config key allow_docker_socket); Build refuses it otherwise.
+	// provider (config key allow_docker_socket); Build refuses it otherwise,
+	// and always for a spec not from the config file.
 	AllowDockerSocket bool
+	// FromConfigFile marks a spec the operator wrote in the gateway's own
+	// config file: its volumes, user and network are theirs to choose.
+	// Every other spec (installed, discovered, hot-loaded) gets only what
+	// Access allows, checked again here whatever its mapper decided.
+	FromConfigFile bool
+	// EgressNetwork marks Network as the internal network the gateway
+	// made for this server's egress proxy (Egress.Acquire), not one its
+	// source asked for: the one network such a spec may join unlisted.
+	EgressNetwork bool
+	// Access is the operator's allow-list for specs not from the config
+	// file; Runtime.Run fills it. Its zero value allows nothing.
+	Access hostaccess.Policy
 	// Stdio attaches stdin: the provider speaks MCP over stdin/stdout.
 	Stdio bool
 	// ExtraLabels are informational only; they can never replace the
@@ -65,21 +79,9 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 	if s.Image == "" {
 		return nil, nil, nil, fmt.Errorf("spec for %q: image is empty", s.ServerID)
 	}
-	mode := s.Network
-	switch mode {
-	case "", "none":
-		mode = "none"
-	case "host":
-		return nil, nil, nil, fmt.Errorf("spec for %q: host networking is not allowed", s.ServerID)
-	default:
-		if strings.HasPrefix(mode, "container:") {
-			return nil, nil, nil, fmt.Errorf("spec for %q: joining another container's network is not allowed", s.ServerID)
-		}
-	}
-	for _, v := range s.Volumes {
-		if err := checkVolume(v, s.AllowDockerSocket); err != nil {
-			return nil, nil, nil, fmt.Errorf("spec for %q: %w", s.ServerID, err)
-		}
+	mode, binds, user, err := hostAccess(s)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("spec for %q: %w", s.ServerID, err)
 	}
 
 	labels := make(map[string]string, len(s.ExtraLabels)+3)
@@ -102,10 +104,6 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		env = append(env, k+"="+s.Env[k])
 	}
-	user := s.User
-	if user == "" {
-		user = DefaultUser
-	}
 
 	cfg := &container.Config{
 		Image:  s.Image,
@@ -126,7 +124,7 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 	host := &container.HostConfig{
 		AutoRemove:     true,
 		NetworkMode:    container.NetworkMode(mode),
-		Binds:          slices.Clone(s.Volumes),
+		Binds:          binds,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges:true"},
 		ReadonlyRootfs: s.ReadOnly,
@@ -154,9 +152,59 @@ func pick(v, def int64) int64 {
 	return def
 }
 
-// checkVolume accepts only host:container[:ro|rw] binds with absolute paths,
-// and the Docker socket only when allowSocket: a provider holding it can
-// drive the engine the gateway drives.
+// hostAccess decides the network mode, binds and user of s: as written
+// for the operator's config file (bar host networking and, without
+// allow_docker_socket, the engine socket), through s.Access for anything
+// else. Binds of the latter name the resolved host path, so that a link
+// swapped in after the check is not followed.
+func hostAccess(s Spec) (mode string, binds []string, user string, err error) {
+	mode = s.Network
+	switch {
+	case mode == "" || mode == "none":
+		mode = "none"
+	case mode == "host":
+		return "", nil, "", errors.New("host networking is not allowed")
+	case strings.HasPrefix(mode, "container:"):
+		return "", nil, "", errors.New("joining another container's network is not allowed")
+	case !s.FromConfigFile && !s.EgressNetwork:
+		if err := s.Access.SpecNetwork(mode); err != nil {
+			return "", nil, "", fmt.Errorf("network %q: %w", mode, err)
+		}
+	}
+	user = s.User
+	if !s.FromConfigFile {
+		if s.AllowDockerSocket {
+			return "", nil, "", fmt.Errorf("allow_docker_socket: %w", ErrDockerSocket)
+		}
+		if user != "" {
+			if user, err = s.Access.User(user); err != nil {
+				return "", nil, "", fmt.Errorf("user %q: %w", s.User, err)
+			}
+		}
+		for _, v := range s.Volumes {
+			b, err := s.Access.Volume(v)
+			if err != nil {
+				return "", nil, "", fmt.Errorf("volume %q: %w", v, err)
+			}
+			binds = append(binds, b.String())
+		}
+	} else {
+		for _, v := range s.Volumes {
+			if err := checkVolume(v, s.AllowDockerSocket); err != nil {
+				return "", nil, "", err
+			}
+			binds = append(binds, v)
+		}
+	}
+	if user == "" {
+		user = DefaultUser
+	}
+	return mode, binds, user, nil
+}
+
+// checkVolume is the shape a config file's bind must have, and the engine
+// socket only with allowSocket: a provider holding it can drive the engine
+// the gateway drives.
 func checkVolume(v string, allowSocket bool) error {
 	parts := strings.Split(v, ":")
 	if len(parts) < 2 || len(parts) > 3 {
@@ -168,7 +216,7 @@ func checkVolume(v string, allowSocket bool) error {
 	if len(parts) == 3 && parts[2] != "ro" && parts[2] != "rw" {
 		return fmt.Errorf("volume %q: mode must be ro or rw", v)
 	}
-	if exposesEngine(parts[0]) && !allowSocket {
+	if hostaccess.EngineSocket(parts[0]) && !allowSocket {
 		return fmt.Errorf("volume %q: %w", v, ErrDockerSocket)
 	}
 	return nil
@@ -176,35 +224,16 @@ func checkVolume(v string, allowSocket bool) error {
 
 // ErrDockerSocket refuses a volume that would hand the engine socket to a
 // provider without allow_docker_socket.
-var ErrDockerSocket = errors.New("the Docker socket (or a directory holding it) cannot be given to a provider unless the server sets allow_docker_socket: true")
+var ErrDockerSocket = errors.New("the Docker socket (or a directory holding it) cannot be given to a provider unless the server sets allow_docker_socket: true in the gateway's config file")
 
 // MountsEngineSocket reports whether the bind volume v (host:container[:mode])
-// would hand the engine socket to the container. It is the one rule both the
-// start path (Build) and `hangar config check` apply.
+// would hand the engine socket to the container. It is the rule both the
+// start path (Build) and `hangar config check` apply to the config file.
 func MountsEngineSocket(v string) bool {
 	host, _, ok := strings.Cut(v, ":")
 	return ok && ExposesEngine(host)
 }
 
 // ExposesEngine reports whether bind-mounting the absolute host path p would
-// hand over an engine socket; see exposesEngine.
-func ExposesEngine(p string) bool { return strings.HasPrefix(p, "/") && exposesEngine(p) }
-
-// engineSockets are where Docker engines listen.
-var engineSockets = []string{"/var/run/docker.sock", "/run/docker.sock"}
-
-// exposesEngine reports whether mounting host path p would hand over an
-// engine socket: the socket itself however it is spelt (the engine cleans
-// bind paths), any *.sock named docker.sock, or a directory above one.
-func exposesEngine(p string) bool {
-	clean := path.Clean(p)
-	if path.Base(clean) == "docker.sock" {
-		return true
-	}
-	for _, sock := range engineSockets {
-		if clean == "/" || strings.HasPrefix(sock, clean+"/") {
-			return true
-		}
-	}
-	return false
-}
+// hand over an engine socket; see hostaccess.EngineSocket.
+func ExposesEngine(p string) bool { return strings.HasPrefix(p, "/") && hostaccess.EngineSocket(p) }

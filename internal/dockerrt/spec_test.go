@@ -10,8 +10,10 @@ import (
 	"github.com/moby/moby/api/types/container"
 )
 
+// baseSpec is a spec from the operator's config file; spec_access_test.go
+// covers every other source.
 func baseSpec() Spec {
-	return Spec{ServerID: "math", Owner: "gw-1", Image: "example/math:1"}
+	return Spec{ServerID: "math", Owner: "gw-1", Image: "example/math:1", FromConfigFile: true}
 }
 
 func mustBuild(t *testing.T, s Spec) (*container.Config, *container.HostConfig, bool) {

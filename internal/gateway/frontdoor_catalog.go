@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/redact"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -52,7 +53,8 @@ func imageOf(s *config.Server) string {
 	case s.Image != "":
 		return s.Image
 	case s.Endpoint != "":
-		return s.Endpoint
+		// Stored with the catalog: never with the endpoint's credentials.
+		return redact.URL(s.Endpoint)
 	}
 	b, _ := json.Marshal(s.Command)
 	return string(b)

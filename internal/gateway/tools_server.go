@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
 // warmParallelism bounds concurrent starts by hangar_warm.
@@ -112,7 +113,7 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		"description":  spec.Description,
 		"transport":    transportOf(spec.Transport),
 		"image":        spec.Image,
-		"endpoint":     spec.Endpoint,
+		"endpoint":     redact.URL(spec.Endpoint),
 		"container_id": s.ContainerID,
 		"started_at":   timeOrNil(s.StartedAt),
 		"in_flight":    s.Inflight,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/redact"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -144,7 +144,7 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 		// entry: placeholders, never values.
 		// Env files are not read for a listing: their names are enough.
 		o := s.Options
-		o.ReadFile = func(string) ([]byte, error) { return nil, nil }
+		o.listing = true
 		if spec, _ := Map(id, sealed, "", o); spec != nil {
 			it.Transport = transportOf(spec)
 		}
@@ -196,7 +196,7 @@ func transportOf(sp *config.Server) map[string]any {
 		if sp.Transport == config.TransportSSE {
 			t["kind"] = "sse"
 		}
-		t["url"] = redactURL(sp.Endpoint)
+		t["url"] = redact.URL(sp.Endpoint)
 		if len(sp.Headers) > 0 {
 			t["header_names"] = slices.Sorted(maps.Keys(sp.Headers))
 		}
@@ -224,27 +224,6 @@ func transportOf(sp *config.Server) map[string]any {
 		t["env_names"] = slices.Sorted(maps.Keys(sp.Env))
 	}
 	return t
-}
-
-// redactURL drops userinfo and the values of credential-like query
-// parameters (placeholders of sealed ones stay: they are refs).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[invalid url]"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		parts := strings.Split(u.RawQuery, "&")
-		for i, p := range parts {
-			k, v, ok := strings.Cut(p, "=")
-			if ok && secretish.MatchString(k) && !placeholderRe.MatchString(v) {
-				parts[i] = k + "=[redacted]"
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
-	return u.String()
 }
 
 // ---------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/egress"
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
 )
 
 // Diagnostic levels.
@@ -219,8 +219,11 @@ type Options struct {
 	// ask for (nothing by default).
 	AllowedEgress []string
 	Execution     config.Execution
-	// ReadFile reads an --env-file; nil refuses env files.
-	ReadFile func(path string) ([]byte, error)
+	// Access is what an entry may get of the host: bind mounts, users,
+	// networks, env files (install.allowed_*). Its zero value allows none.
+	Access hostaccess.Policy
+	// listing maps an entry only to show it: env files are not read.
+	listing bool
 	// OnChanged, when set, is called after every install, update, policy
 	// change or uninstall (the front door lists again).
 	OnChanged func()
@@ -397,17 +400,15 @@ var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // envFile reads an env file into s.Env. Its values stay in the file (the
 // gateway re-reads it at each install and restart), never in the store.
+// Only files under install.allowed_env_file_roots are read; for any other
+// path the diagnostic says so and nothing else, whether or not it exists.
 func envFile(s *config.Server, file, field string, o Options, diags *Diagnostics) {
-	if file == "" {
+	if file == "" || o.listing {
 		return
 	}
-	if o.ReadFile == nil {
-		diags.add(LevelError, CodeInvalidValue, field, "env files are not read by this gateway")
-		return
-	}
-	b, err := o.ReadFile(file)
+	b, err := o.Access.ReadEnvFile(file)
 	if err != nil {
-		diags.add(LevelError, CodeInvalidValue, field, "cannot read env file %q: %v", file, errors.Unwrap(err))
+		diags.add(LevelError, CodeWidensHardening, field, "env file %v", strings.TrimPrefix(err.Error(), "env file "))
 		return
 	}
 	for i, line := range strings.Split(string(b), "\n") {
@@ -427,204 +428,6 @@ func envFile(s *config.Server, file, field string, o Options, diags *Diagnostics
 			s.Env[k] = v
 		}
 	}
-}
-
-// dockerValueFlags take a value (as "--flag value" or "--flag=value").
-var dockerValueFlags = map[string]bool{
-	"e": true, "env": true, "env-file": true, "v": true, "volume": true, "network": true, "net": true,
-	"memory": true, "m": true, "cpus": true, "user": true, "u": true, "name": true, "pid": true,
-	"ipc": true, "uts": true, "userns": true, "cap-add": true, "cap-drop": true, "device": true,
-	"security-opt": true, "mount": true, "p": true, "publish": true, "label": true, "l": true,
-	"workdir": true, "w": true, "entrypoint": true, "pull": true, "platform": true, "add-host": true,
-	"dns": true, "tmpfs": true, "hostname": true, "h": true, "pids-limit": true, "shm-size": true,
-	"volumes-from": true, "group-add": true, "sysctl": true, "ulimit": true, "runtime": true,
-	"cgroup-parent": true, "cgroupns": true, "gpus": true, "device-cgroup-rule": true, "log-driver": true,
-	"log-opt": true, "restart": true, "stop-signal": true, "stop-timeout": true, "health-cmd": true,
-}
-
-// widening flags loosen the container hardening whatever their value.
-var widening = map[string]string{
-	"privileged":         "runs the container privileged",
-	"cap-add":            "adds Linux capabilities",
-	"device":             "gives the container a host device",
-	"device-cgroup-rule": "gives the container host devices",
-	"gpus":               "gives the container host devices",
-	"security-opt":       "changes security options (seccomp, AppArmor, no-new-privileges)",
-	"volumes-from":       "mounts another container's volumes",
-	"sysctl":             "changes kernel parameters",
-	"runtime":            "changes the container runtime",
-	"cgroup-parent":      "changes the cgroup",
-	"group-add":          "adds supplementary groups",
-}
-
-// hostNamespaces are flags whose value "host" shares a host namespace.
-var hostNamespaces = []string{"network", "net", "pid", "ipc", "uts", "userns", "cgroupns"}
-
-// mapDocker reads `docker run [flags] IMAGE [args]`.
-func mapDocker(name string, e Entry, field string, o Options, diags *Diagnostics) *config.Server {
-	args := e.Args
-	af := field + ".args"
-	if len(args) == 0 || args[0] != "run" {
-		diags.add(LevelError, CodeUnsupported, af, `a docker command must be "docker run [flags] IMAGE [args]"`)
-		return nil
-	}
-	s := config.NewServer(name, config.ModeDocker, o.Execution)
-	i := 1
-	for ; i < len(args); i++ {
-		a := args[i]
-		fp := fmt.Sprintf("%s[%d]", af, i)
-		if a == "--" {
-			i++
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			break
-		}
-		flag, val, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !inline && dockerValueFlags[flag] {
-			if i+1 >= len(args) {
-				diags.add(LevelError, CodeInvalidValue, fp, "flag %s needs a value", a)
-				return nil
-			}
-			i++
-			val = args[i]
-		}
-		// Combined short flags: -it, -ti, -i.
-		if !inline && !dockerValueFlags[flag] && !strings.HasPrefix(a, "--") && len(flag) > 1 && strings.Trim(flag, "it") == "" {
-			if strings.Contains(flag, "t") {
-				diags.add(LevelWarning, CodeIgnored, fp, "-t ignored: a TTY would corrupt the MCP stdio stream")
-			}
-			continue
-		}
-		dockerFlag(s, e, flag, val, a, fp, o, diags)
-	}
-	if i >= len(args) {
-		diags.add(LevelError, CodeMissingField, af, "docker run has no image")
-		return nil
-	}
-	s.Image = args[i]
-	if s.Image == "" {
-		diags.add(LevelError, CodeInvalidValue, fmt.Sprintf("%s[%d]", af, i), "image must not be empty")
-	}
-	if rest := args[i+1:]; len(rest) > 0 {
-		s.Args = slices.Clone(rest)
-	}
-	// Entries with "-e NAME" take NAME from env; any env left is passed
-	// too, since that is what the client would have exported.
-	for k, v := range e.Env {
-		if s.Env == nil {
-			s.Env = map[string]string{}
-		}
-		if _, set := s.Env[k]; !set {
-			if !envNameRe.MatchString(k) {
-				diags.add(LevelError, CodeInvalidValue, field+".env."+k, "invalid environment variable name")
-				continue
-			}
-			s.Env[k] = v
-		}
-	}
-	envFile(s, e.EnvFile, field+".envFile", o, diags)
-	return s
-}
-
-func dockerFlag(s *config.Server, e Entry, flag, val, raw, fp string, o Options, diags *Diagnostics) {
-	if why, bad := widening[flag]; bad {
-		diags.add(LevelError, CodeWidensHardening, fp, "docker flag --%s refused: it %s", flag, why)
-		return
-	}
-	if slices.Contains(hostNamespaces, flag) && strings.EqualFold(val, "host") {
-		diags.add(LevelError, CodeWidensHardening, fp, "docker flag --%s host refused: it shares the host's namespace", flag)
-		return
-	}
-	switch flag {
-	case "i", "interactive", "rm", "init":
-		// -i is how stdio servers are written; the gateway always attaches
-		// stdin and removes its containers.
-	case "t", "tty":
-		diags.add(LevelWarning, CodeIgnored, fp, "%s ignored: a TTY would corrupt the MCP stdio stream", raw)
-	case "read-only":
-		s.ReadOnly = true // the default; a value of false is not honoured
-	case "e", "env":
-		k, v, hasVal := strings.Cut(val, "=")
-		if !envNameRe.MatchString(k) {
-			diags.add(LevelError, CodeInvalidValue, fp, "%s wants NAME=value or NAME", raw)
-			return
-		}
-		if !hasVal {
-			var ok bool
-			if v, ok = e.Env[k]; !ok {
-				diags.add(LevelWarning, CodeIgnored, fp, "-e %s ignored: %s is not in env", k, k)
-				return
-			}
-		}
-		if s.Env == nil {
-			s.Env = map[string]string{}
-		}
-		s.Env[k] = v
-	case "env-file":
-		envFile(s, val, fp, o, diags)
-	case "v", "volume":
-		if msg := volumeProblem(val); msg != "" {
-			level, code := LevelError, CodeInvalidValue
-			if strings.Contains(msg, "Docker socket") {
-				code = CodeWidensHardening
-			}
-			diags.add(level, code, fp, "-v %s", msg)
-			return
-		}
-		s.Volumes = append(s.Volumes, val)
-	case "network", "net":
-		if !networkRe.MatchString(val) { // also refuses container:<id>
-			diags.add(LevelError, CodeWidensHardening, fp, "--network %q refused: want none, bridge or a network name", val)
-			return
-		}
-		s.Network = val
-	case "memory", "m":
-		n, err := config.ParseSize(val)
-		if err != nil || n < 6<<20 {
-			diags.add(LevelError, CodeInvalidValue, fp, "--memory wants a size of at least 6m like 512m")
-			return
-		}
-		s.Resources.MemoryBytes = n
-	case "cpus":
-		n, ok := config.ParseCPUs(val)
-		if !ok || n > 64e9 {
-			diags.add(LevelError, CodeInvalidValue, fp, "--cpus wants a number of CPUs (0.01..64)")
-			return
-		}
-		s.Resources.NanoCPUs = n
-	case "pids-limit":
-		diags.add(LevelWarning, CodeIgnored, fp, "--pids-limit ignored: the gateway sets it")
-	case "user", "u":
-		if u, _, _ := strings.Cut(val, ":"); u == "root" || u == "0" || val == "" {
-			diags.add(LevelError, CodeWidensHardening, fp, "--user %q refused: providers never run as root", val)
-			return
-		}
-		s.User = val
-	default:
-		diags.add(LevelWarning, CodeIgnored, fp, "docker flag %s ignored: the gateway builds the container itself", raw)
-	}
-}
-
-var networkRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
-
-// volumeProblem returns why a -v bind may not be used, or "".
-func volumeProblem(v string) string {
-	parts := strings.Split(v, ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return fmt.Sprintf("%q: want /host/path:/container/path[:ro|rw] (named volumes are not supported)", v)
-	}
-	if !path.IsAbs(parts[0]) || !path.IsAbs(parts[1]) {
-		return fmt.Sprintf("%q: paths must be absolute", v)
-	}
-	if len(parts) == 3 && parts[2] != "ro" && parts[2] != "rw" {
-		return fmt.Sprintf("%q: mode must be ro or rw", v)
-	}
-	clean := path.Clean(parts[0])
-	if path.Base(clean) == "docker.sock" || clean == "/" || clean == "/var/run" || clean == "/run" || clean == "/var" {
-		return fmt.Sprintf("%q refused: it would give the container the Docker socket", v)
-	}
-	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,14 +1,17 @@
 package manage
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
 )
 
 func TestParse(t *testing.T) {
@@ -72,15 +75,16 @@ type mapped struct {
 
 func TestMap(t *testing.T) {
 	t.Parallel()
+	binds, envs := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(envs, "app.env"), []byte("# comment\nFROM_FILE=1\nKEY=file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	opts := Options{
 		Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}},
-		ReadFile: func(p string) ([]byte, error) {
-			if p == "/etc/app.env" {
-				return []byte("# comment\nFROM_FILE=1\nKEY=file\n"), nil
-			}
-			return nil, &os.PathError{Op: "open", Path: p, Err: os.ErrNotExist}
-		},
+		Access:   hostaccess.Policy{BindRoots: []string{binds}, EnvFileRoots: []string{envs}, Networks: []string{"mynet"}},
 	}
+	// BINDS and ENVS in an entry are the allowed roots.
+	roots := strings.NewReplacer("BINDS", binds, "ENVS", envs)
 	sub := opts
 	sub.Runtimes = nil
 	sub.AllowSubprocess = true
@@ -98,16 +102,16 @@ func TestMap(t *testing.T) {
 	}{
 		{name: "docker run basic", entry: `{"command":"docker","args":["run","-i","--rm","mcp-hangar/math:dev"]}`,
 			want: &mapped{mode: "docker", image: "mcp-hangar/math:dev", transport: "stdio"}},
-		{name: "docker run flags", entry: `{"command":"docker","args":["run","-i","--rm","-e","A=1","--env=B=2","-e","TOKEN","-v","/data:/data:ro",
+		{name: "docker run flags", entry: `{"command":"docker","args":["run","-i","--rm","-e","A=1","--env=B=2","-e","TOKEN","-v","BINDS/data:/data:ro",
 			"--network","mynet","--memory","256m","--cpus","0.5","--user","1000:1000","--read-only","img:1","serve","--port","3"],"env":{"TOKEN":"t"}}`,
 			want: &mapped{mode: "docker", image: "img:1", network: "mynet", user: "1000:1000", args: []string{"serve", "--port", "3"},
-				env: map[string]string{"A": "1", "B": "2", "TOKEN": "t"}, volumes: []string{"/data:/data:ro"}, memory: 256 << 20, cpus: 5e8}},
+				env: map[string]string{"A": "1", "B": "2", "TOKEN": "t"}, volumes: []string{"BINDS/data:/data:ro"}, memory: 256 << 20, cpus: 5e8}},
 		{name: "docker combined -it warns", entry: `{"command":"docker","args":["run","-it","img"]}`,
 			want: &mapped{mode: "docker", image: "img"}, codes: []string{CodeIgnored}},
-		{name: "docker env-file", entry: `{"command":"docker","args":["run","--env-file","/etc/app.env","-e","KEY=explicit","img"]}`,
+		{name: "docker env-file", entry: `{"command":"docker","args":["run","--env-file","ENVS/app.env","-e","KEY=explicit","img"]}`,
 			want: &mapped{mode: "docker", image: "img", env: map[string]string{"FROM_FILE": "1", "KEY": "explicit"}}},
-		{name: "docker env-file missing", entry: `{"command":"docker","args":["run","--env-file","/nope","img"]}`,
-			codes: []string{CodeInvalidValue}, field: "mcpServers.x.args[1]"},
+		{name: "docker env-file missing", entry: `{"command":"docker","args":["run","--env-file","ENVS/nope","img"]}`,
+			codes: []string{CodeWidensHardening}, field: "mcpServers.x.args[1]"},
 		{name: "docker unknown flag warns", entry: `{"command":"docker","args":["run","--name","foo","-p","80:80","img"]}`,
 			want: &mapped{mode: "docker", image: "img"}, codes: []string{CodeIgnored, CodeIgnored}},
 		{name: "docker -- ends flags", entry: `{"command":"/usr/bin/docker","args":["run","--","-img"]}`,
@@ -136,10 +140,10 @@ func TestMap(t *testing.T) {
 			codes: []string{CodeWidensHardening}},
 		{name: "docker security-opt", entry: `{"command":"docker","args":["run","--security-opt","seccomp=unconfined","img"]}`,
 			codes: []string{CodeWidensHardening}},
-		{name: "docker root user", entry: `{"command":"docker","args":["run","-u","0","img"]}`,
-			codes: []string{CodeWidensHardening}},
+		{name: "docker root user keeps the default", entry: `{"command":"docker","args":["run","-u","0","img"]}`,
+			want: &mapped{mode: "docker", image: "img", user: "65534:65534"}, codes: []string{CodeWidensHardening}},
 		{name: "docker relative volume", entry: `{"command":"docker","args":["run","-v","data:/data","img"]}`,
-			codes: []string{CodeInvalidValue}},
+			codes: []string{CodeWidensHardening}},
 		{name: "docker bad memory", entry: `{"command":"docker","args":["run","--memory","lots","img"]}`,
 			codes: []string{CodeInvalidValue}},
 		{name: "docker no image", entry: `{"command":"docker","args":["run","-i"]}`,
@@ -180,10 +184,10 @@ func TestMap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			o := tt.opts
-			if o.Runtimes == nil && !o.AllowSubprocess && tt.opts.ReadFile == nil {
+			if o.Runtimes == nil && !o.AllowSubprocess && o.Access.BindRoots == nil {
 				o = opts
 			}
-			e, diags := DecodeEntry("mcpServers.x", json.RawMessage(tt.entry))
+			e, diags := DecodeEntry("mcpServers.x", json.RawMessage(roots.Replace(tt.entry)))
 			if diags.HasError() {
 				t.Fatalf("decode: %+v", diags)
 			}
@@ -211,7 +215,12 @@ func TestMap(t *testing.T) {
 			if s == nil {
 				t.Fatalf("refused: %+v", diags)
 			}
-			checkSpec(t, s, tt.want)
+			w := *tt.want
+			w.volumes = slices.Clone(w.volumes)
+			for i, v := range w.volumes {
+				w.volumes[i] = roots.Replace(v)
+			}
+			checkSpec(t, s, &w)
 		})
 	}
 }
@@ -313,14 +322,15 @@ func TestSealAndUnseal(t *testing.T) {
 			[]string{"f.headers.Authorization", "f.headers.X-Api-Key"}, []string{"https://h/mcp"}},
 		{"token", `{"url":"https://h/mcp","token":"s3cr3t-VALUE"}`, []string{"f.token"}, nil},
 		{"authorization", `{"url":"https://h/mcp","authorization":"Basic s3cr3t-VALUE"}`, []string{"f.authorization"}, nil},
-		{"query", `{"url":"https://h/mcp?api_key=s3cr3t-VALUE&region=eu#frag"}`, []string{"f.url?api_key"}, []string{"region=eu"}},
+		{"query", `{"url":"https://h/mcp?api_key=s3cr3t-VALUE&region=s3cr3t-VALUE-any-name&flag#frag"}`, []string{"f.url?api_key", "f.url?region"},
+			[]string{"https://h/mcp?api_key=", "region=", "flag#frag"}},
 		{"docker -e", `{"command":"docker","args":["run","-e","K=s3cr3t-VALUE","--env=L=s3cr3t-VALUE2","-e","NAME","img"],"env":{"NAME":"s3cr3t-VALUE3"}}`,
 			[]string{"f.env.NAME", "f.args[2]", "f.args[3]"}, []string{"img", "NAME"}},
 		{"flags", `{"command":"npx","args":["pkg","--api-key","s3cr3t-VALUE","--token=s3cr3t-VALUE2","--port","8080","--password"]}`,
 			[]string{"f.args[2]", "f.args[3]"}, []string{"8080", "--password"}},
 		{"no secrets", `{"command":"npx","args":["pkg","--verbose"]}`, nil, []string{"pkg"}},
 	}
-	opts := Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node"}}, ReadFile: os.ReadFile}
+	opts := Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node"}}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -373,6 +383,44 @@ func TestSealAndUnseal(t *testing.T) {
 				t.Errorf("unsealed spec differs from the plain one:\n got %s\nwant %s", ub, pb)
 			}
 		})
+	}
+}
+
+// TestSealUserInfo: user-info becomes a sealed Basic authorization header
+// and the stored URL has none; an explicit credential wins over it.
+func TestSealUserInfo(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		entry, url, auth string
+		fields           []string
+	}{
+		{`{"url":"https://alice:s3cr3t-VALUE@h:8443/mcp?k=s3cr3t-VALUE2"}`, "https://h:8443/mcp?k=${keystore:installs/srv/2}",
+			"Basic " + base64.StdEncoding.EncodeToString([]byte("alice:s3cr3t-VALUE")), []string{"f.url", "f.url?k"}},
+		{`{"url":"https://al%40ce:p%3Aw@h/mcp"}`, "https://h/mcp", "Basic " + base64.StdEncoding.EncodeToString([]byte("al@ce:p:w")), []string{"f.url"}},
+		{`{"url":"https://tok-s3cr3t-VALUE@h/mcp","token":"s3cr3t-VALUE"}`, "https://h/mcp", "Bearer s3cr3t-VALUE", []string{"f.token"}},
+	} {
+		e, _ := DecodeEntry("f", json.RawMessage(tt.entry))
+		sealed := Seal("srv", "", e, "f")
+		b, _ := json.Marshal(sealed.Entry)
+		if strings.Contains(string(b), secretValue) || strings.Contains(string(b), "@h") {
+			t.Errorf("%s: sealed entry holds user-info: %s", tt.entry, b)
+		}
+		if !slices.Equal(sealed.Fields, tt.fields) {
+			t.Errorf("%s: fields %v, want %v", tt.entry, sealed.Fields, tt.fields)
+		}
+		spec, d := Map("srv", sealed.Entry, "f", Options{})
+		if d.HasError() {
+			t.Fatal(d)
+		}
+		if err := Unseal("srv", spec, func(ref string) (string, error) { return sealed.Secrets[ref], nil }); err != nil {
+			t.Fatal(err)
+		}
+		if spec.Headers["Authorization"] != tt.auth {
+			t.Errorf("%s: authorization %q, want %q", tt.entry, spec.Headers["Authorization"], tt.auth)
+		}
+		if want := strings.Replace(tt.url, "${keystore:installs/srv/2}", "s3cr3t-VALUE2", 1); spec.Endpoint != want {
+			t.Errorf("%s: endpoint %q, want %q", tt.entry, spec.Endpoint, want)
+		}
 	}
 }
 

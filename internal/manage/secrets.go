@@ -1,8 +1,10 @@
 package manage
 
 import (
+	"encoding/base64"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,8 +41,8 @@ type Sealed struct {
 }
 
 // Seal replaces the secret values of e (env values, header values, token
-// and authorization, docker -e values, values of credential-like flags and
-// URL query parameters) by keystore placeholders.
+// and authorization, URL user-info and query values, docker -e values,
+// values of credential-like flags) by keystore placeholders.
 // gen names this install's generation of secrets ("" for none).
 func Seal(name, gen string, e Entry, field string) Sealed {
 	s := Sealed{Entry: e, Secrets: map[string]string{}}
@@ -70,9 +72,21 @@ func Seal(name, gen string, e Entry, field string) Sealed {
 			s.Entry.Headers[k] = take(field+".headers."+k, e.Headers[k])
 		}
 	}
+	// User-info is what HTTP clients send as Basic authorization: it
+	// becomes that header, sealed, and the stored URL has none.
+	if rest, user, pass, ok := cutUserInfo(e.URL); ok {
+		s.Entry.URL = rest
+		if e.Authorization == "" && e.Token == "" && !hasHeader(e.Headers, "Authorization") {
+			if s.Entry.Headers == nil {
+				s.Entry.Headers = map[string]string{}
+			}
+			basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+			s.Entry.Headers["Authorization"] = take(field+".url", "Basic "+basic)
+		}
+	}
 	s.Entry.Token = take(field+".token", e.Token)
 	s.Entry.Authorization = take(field+".authorization", e.Authorization)
-	s.Entry.URL = sealQuery(e.URL, field+".url", take)
+	s.Entry.URL = sealQuery(s.Entry.URL, field+".url", take)
 	s.Entry.Args = sealArgs(e.Args, field+".args", commandName(e.Command) == "docker", take)
 	return s
 }
@@ -115,8 +129,40 @@ func sealArgs(args []string, field string, docker bool, take func(fp, v string) 
 
 var queryKeyRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
-// sealQuery seals the values of credential-like query parameters, keeping
-// the rest of the URL as written.
+// cutUserInfo takes the user-info out of URL u, keeping the rest as
+// written; ok is false when there is none.
+func cutUserInfo(u string) (rest, user, pass string, ok bool) {
+	scheme, after, found := strings.Cut(u, "://")
+	if !found {
+		return u, "", "", false
+	}
+	end := strings.IndexAny(after, "/?#")
+	if end < 0 {
+		end = len(after)
+	}
+	at := strings.LastIndex(after[:end], "@")
+	if at < 0 {
+		return u, "", "", false
+	}
+	info, err := url.PathUnescape(after[:at])
+	if err != nil {
+		info = after[:at]
+	}
+	user, pass, _ = strings.Cut(info, ":")
+	return scheme + "://" + after[at+1:], user, pass, true
+}
+
+func hasHeader(h map[string]string, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sealQuery seals the value of every query parameter (an API key travels
+// under any name), keeping the rest of the URL as written.
 func sealQuery(u, field string, take func(fp, v string) string) string {
 	base, query, ok := strings.Cut(u, "?")
 	if !ok || query == "" {
@@ -129,8 +175,12 @@ func sealQuery(u, field string, take func(fp, v string) string) string {
 	parts := strings.Split(query, "&")
 	for i, p := range parts {
 		k, v, hasVal := strings.Cut(p, "=")
-		if hasVal && queryKeyRe.MatchString(k) && secretish.MatchString(k) {
-			parts[i] = k + "=" + take(field+"?"+k, v)
+		if hasVal && v != "" {
+			fk := k
+			if !queryKeyRe.MatchString(k) {
+				fk = fmt.Sprint(i)
+			}
+			parts[i] = k + "=" + take(field+"?"+fk, v)
 		}
 	}
 	return base + "?" + strings.Join(parts, "&") + frag

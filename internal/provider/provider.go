@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/redact"
 	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
@@ -405,14 +406,15 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 		p.startFailures++
 		attempt := p.startFailures
 		p.retryAt = p.opts.Now().Add(p.backoff(p.startFailures))
-		p.lastErr = &Error{Kind: KindStartFailed, ID: p.id, Detail: err.Error(), Err: err}
+		// A start error may quote the endpoint it failed on.
+		p.lastErr = &Error{Kind: KindStartFailed, ID: p.id, Detail: redact.Text(err.Error()), Err: err}
 		if stderr != "" {
 			p.lastStderr = stderr
 		}
 		p.health.LastFailureAt = p.opts.Now()
 		p.setState(Dead)
 		p.mu.Unlock()
-		p.log.Warn("start failed", "error", err, "attempt", attempt, "took_ms", took.Milliseconds())
+		p.log.Warn("start failed", "error", redact.Text(err.Error()), "attempt", attempt, "took_ms", took.Milliseconds())
 		return
 	}
 

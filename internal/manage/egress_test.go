@@ -2,6 +2,7 @@ package manage
 
 import (
 	"encoding/json"
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
 	"slices"
 	"testing"
 
@@ -15,6 +16,8 @@ func TestMapEgress(t *testing.T) {
 	policy := Options{
 		Runtimes:      map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}},
 		AllowedEgress: []string{"*.github.com:443", "registry.npmjs.org:443"},
+		// mynet is allowed, so that the case below shows egress replacing it.
+		Access: hostaccess.Policy{Networks: []string{"mynet"}},
 	}
 	noPolicy := policy
 	noPolicy.AllowedEgress = nil

@@ -71,6 +71,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	d.httpServer(root.sub("server"), &cfg.HTTP)
 	d.manage(root, cfg)
 	d.toolAccess(root, cfg)
+	d.telemetry(root.sub("telemetry"), &cfg.Telemetry)
 
 	if root.str("data_dir", &cfg.DataDir) {
 		if msg := checkDataDir(cfg.DataDir); msg != "" {

@@ -77,6 +77,8 @@ type Config struct {
 	// installed servers, by command name.
 	Runtimes map[string]Runtime
 	Install  Install
+	// Telemetry exports OpenTelemetry traces and metrics; off by default.
+	Telemetry Telemetry
 }
 
 // Server is one configured MCP server (provider) or group.

@@ -1,0 +1,396 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
+	"go.opentelemetry.io/otel/semconv/v1.39.0/mcpconv"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Network transports (network.transport) between a client and hangar, or
+// hangar and a provider.
+const (
+	TransportTCP  = "tcp"  // HTTP (mcpconv.NetworkTransportTCP)
+	TransportPipe = "pipe" // stdio (mcpconv.NetworkTransportPipe)
+)
+
+// ErrorToolError is error.type of a tools/call whose result has isError.
+const ErrorToolError = "tool_error"
+
+// hangar's own attributes.
+const (
+	AttrServer    = attribute.Key("hangar.server")     // the provider or group called
+	AttrGroup     = attribute.Key("hangar.group")      // the group a member was chosen in
+	AttrMember    = attribute.Key("hangar.member")     // the group member chosen
+	AttrColdStart = attribute.Key("hangar.cold_start") // the call waited for its provider to start
+	AttrIdentity  = attribute.Key("hangar.identity")   // the caller's name, never its token
+	AttrImage     = attribute.Key("hangar.image")
+)
+
+// Names of the steps of a call (child spans) and of its events.
+const (
+	StepQueueWait = "hangar.queue_wait"
+	StepColdStart = "hangar.cold_start"
+	StepImagePull = "hangar.image_pull"
+	EventRetry    = "hangar.retry"
+)
+
+// legacySessions is the last protocol version with sessions:
+// mcp.session.id is set for it only.
+const legacySessions = "2025-11-25"
+
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// Propagator is what hangar reads and writes trace context with
+// (traceparent, tracestate, baggage).
+func Propagator() propagation.TextMapPropagator { return propagator }
+
+// ServerRequest is one MCP request as hangar receives it.
+type ServerRequest struct {
+	Method string
+	// Params are the request's params as sent: the target (tool, prompt,
+	// resource) and the _meta trace context are read from them.
+	Params json.RawMessage
+	// Target and Meta stand for Params when the request is decoded
+	// already (the tool name, prompt name or resource URI; its _meta).
+	Target          string
+	Meta            map[string]any
+	ID              json.RawMessage // the JSON-RPC id as sent
+	ProtocolVersion string
+	SessionID       string
+	ClientAddress   string
+	Transport       string
+	// Header carries trace context when params._meta has none.
+	Header   http.Header
+	Identity string
+}
+
+// ClientRequest is one request hangar sends to a provider.
+type ClientRequest struct {
+	Method          string
+	Tool            string
+	Server          string // the provider's ID
+	Address         string
+	Port            int
+	Transport       string
+	ProtocolVersion string
+	ColdStart       bool
+}
+
+// Op is one traced operation, a SERVER or a CLIENT span with its
+// duration metric. A nil *Op does nothing.
+type Op struct {
+	t      *Telemetry
+	span   trace.Span
+	ctx    context.Context
+	began  time.Time
+	client bool
+	method string
+	server string
+	metric []attribute.KeyValue
+
+	mu         sync.Mutex
+	errType    string
+	httpStatus int // an HTTP error status, the error.type when no code is known
+}
+
+type opKey struct{}
+
+// ServerOp is the SERVER operation ctx is serving, nil when none.
+func ServerOp(ctx context.Context) *Op {
+	op, _ := ctx.Value(opKey{}).(*Op)
+	return op
+}
+
+// params is what the span needs of a request's params.
+type params struct {
+	Name            string         `json:"name"`
+	URI             string         `json:"uri"`
+	ProtocolVersion string         `json:"protocolVersion"`
+	Meta            map[string]any `json:"_meta"`
+}
+
+// StartServer starts the SERVER span of r, the child of the trace context
+// in params._meta (SEP-414), else in the headers.
+func (t *Telemetry) StartServer(ctx context.Context, r ServerRequest) (context.Context, *Op) {
+	if t == nil {
+		return ctx, nil
+	}
+	var p params
+	if len(r.Params) > 0 {
+		_ = json.Unmarshal(r.Params, &p) // a bad params is mcp-go's to refuse
+	} else {
+		p.Name, p.URI, p.Meta = r.Target, r.Target, r.Meta
+	}
+	if c := metaCarrier(p.Meta); c != nil {
+		ctx = propagator.Extract(ctx, c)
+	} else if r.Header != nil {
+		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
+	version := r.ProtocolVersion
+	if version == "" {
+		version = p.ProtocolVersion
+	}
+	target, common := targetAttrs(r.Method, p.Name, p.URI)
+	attrs := append(common,
+		semconv.JSONRPCRequestID(requestID(r.ID)),
+		semconv.NetworkTransportKey.String(r.Transport),
+	)
+	if version != "" {
+		attrs = append(attrs, semconv.McpProtocolVersion(version))
+	}
+	if r.SessionID != "" && version == legacySessions {
+		attrs = append(attrs, semconv.McpSessionID(r.SessionID))
+	}
+	if r.ClientAddress != "" {
+		attrs = append(attrs, semconv.ClientAddress(r.ClientAddress))
+	}
+	if r.Identity != "" {
+		attrs = append(attrs, AttrIdentity.String(r.Identity))
+	}
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target),
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	metric := append(common[:len(common):len(common)], semconv.NetworkTransportKey.String(r.Transport))
+	if version != "" {
+		metric = append(metric, semconv.McpProtocolVersion(version))
+	}
+	op := &Op{t: t, span: span, began: time.Now(), method: r.Method, metric: metric}
+	ctx = context.WithValue(ctx, opKey{}, op)
+	op.ctx = ctx
+	return ctx, op
+}
+
+// StartClient starts the CLIENT span of a request to a provider, the
+// child of the span in ctx; the context it returns is the one to inject.
+func (t *Telemetry) StartClient(ctx context.Context, r ClientRequest) (context.Context, *Op) {
+	if t == nil {
+		return ctx, nil
+	}
+	target, common := targetAttrs(r.Method, r.Tool, "")
+	attrs := append(common, semconv.NetworkTransportKey.String(r.Transport), AttrServer.String(r.Server))
+	if r.Address != "" {
+		attrs = append(attrs, semconv.ServerAddress(r.Address))
+	}
+	if r.Port > 0 {
+		attrs = append(attrs, semconv.ServerPort(r.Port))
+	}
+	if r.ProtocolVersion != "" {
+		attrs = append(attrs, semconv.McpProtocolVersion(r.ProtocolVersion))
+	}
+	if r.ColdStart {
+		attrs = append(attrs, AttrColdStart.Bool(true))
+	}
+	if g := groupOf(ctx); g != "" {
+		attrs = append(attrs, AttrGroup.String(g))
+	}
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	metric := append(common[:len(common):len(common)], semconv.NetworkTransportKey.String(r.Transport))
+	if r.Address != "" {
+		metric = append(metric, semconv.ServerAddress(r.Address))
+	}
+	if r.Port > 0 {
+		metric = append(metric, semconv.ServerPort(r.Port))
+	}
+	return ctx, &Op{t: t, span: span, ctx: ctx, began: time.Now(), client: true, method: r.Method, server: r.Server, metric: metric}
+}
+
+// targetAttrs are the span name's target and the attributes that name
+// what is called, shared by the span and its metric.
+func targetAttrs(method, name, uri string) (string, []attribute.KeyValue) {
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs, semconv.McpMethodNameKey.String(method))
+	switch method {
+	case string(mcpconv.MethodNameToolsCall):
+		attrs = append(attrs, semconv.GenAIToolName(name),
+			semconv.GenAIOperationNameKey.String(string(mcpconv.GenAIOperationNameExecuteTool)))
+		return name, attrs
+	case string(mcpconv.MethodNamePromptsGet):
+		attrs = append(attrs, semconv.GenAIPromptName(name))
+		return name, attrs
+	case string(mcpconv.MethodNameResourcesRead), string(mcpconv.MethodNameResourcesSubscribe),
+		string(mcpconv.MethodNameResourcesUnsubscribe):
+		if uri != "" {
+			// Not in the span name: a URI can be anything, names cannot.
+			attrs = append(attrs, semconv.McpResourceURI(uri))
+		}
+	}
+	return "", attrs
+}
+
+func spanName(method, target string) string {
+	if target == "" {
+		return method
+	}
+	return method + " " + target
+}
+
+// requestID is the id as the conventions write it: a string's content, a
+// number's digits.
+func requestID(raw json.RawMessage) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	}
+	return string(raw)
+}
+
+// Fail records a JSON-RPC error code as the operation's error.type; the
+// first error recorded wins.
+func (o *Op) Fail(code int) {
+	if o != nil {
+		o.setError(strconv.Itoa(code))
+	}
+}
+
+// ToolError records a tools/call result with isError.
+func (o *Op) ToolError() {
+	if o != nil {
+		o.setError(ErrorToolError)
+	}
+}
+
+// SetErrorType records errType ("" for none) as the operation's error.type.
+func (o *Op) SetErrorType(errType string) {
+	if o != nil && errType != "" {
+		o.setError(errType)
+	}
+}
+
+func (o *Op) setError(t string) {
+	o.mu.Lock()
+	if o.errType == "" {
+		o.errType = t
+	}
+	o.mu.Unlock()
+}
+
+// Target records the provider or group a call of the operation went to.
+func (o *Op) Target(server string, group bool) {
+	if o == nil {
+		return
+	}
+	if group {
+		o.span.SetAttributes(AttrGroup.String(server))
+		return
+	}
+	o.span.SetAttributes(AttrServer.String(server))
+}
+
+// End ends the span, with ERROR status and error.type when an error was
+// recorded, and records the operation's duration.
+func (o *Op) End() {
+	if o == nil {
+		return
+	}
+	secs := time.Since(o.began).Seconds()
+	o.mu.Lock()
+	errType := o.errType
+	if errType == "" && o.httpStatus != 0 {
+		errType = strconv.Itoa(o.httpStatus)
+	}
+	o.mu.Unlock()
+	metric := o.metric
+	if errType != "" {
+		o.span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		o.span.SetStatus(codes.Error, errType)
+		metric = append(metric, semconv.ErrorTypeKey.String(errType))
+	}
+	traceID := ""
+	if sc := o.span.SpanContext(); sc.IsSampled() {
+		traceID = sc.TraceID().String()
+	}
+	o.span.End()
+	method := mcpconv.MethodNameAttr(o.method)
+	if o.client {
+		o.t.clientDur.Record(o.ctx, secs, method, metric...)
+		if o.t.rec != nil {
+			o.t.rec.ClientOperation(o.server, o.method, errType, secs, traceID)
+		}
+		return
+	}
+	o.t.serverDur.Record(o.ctx, secs, method, metric...)
+	if o.t.rec != nil {
+		o.t.rec.ServerOperation(o.method, errType, secs, traceID)
+	}
+}
+
+type groupKey struct{}
+
+// WithGroup marks ctx as a call to group: the member's CLIENT span says
+// which group chose it. ctx is returned as is when it is not traced.
+func WithGroup(ctx context.Context, group string) context.Context {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx
+	}
+	return context.WithValue(ctx, groupKey{}, group)
+}
+
+func groupOf(ctx context.Context) string {
+	g, _ := ctx.Value(groupKey{}).(string)
+	return g
+}
+
+var noEnd = func(error) {}
+
+// Step starts a child span named name (one of the Step* names) of the
+// span in ctx, if that one is recording; end ends it, with ERROR status
+// for a non-nil error.
+func Step(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, func(err error)) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, noEnd
+	}
+	ctx, span := parent.TracerProvider().Tracer(ScopeName).Start(ctx, name,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
+// Event adds an event (EventRetry) to the span in ctx.
+func Event(ctx context.Context, name string, attrs ...attribute.KeyValue) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(name, trace.WithAttributes(attrs...))
+	}
+}
+
+// Recording reports whether ctx carries a span that records.
+func Recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
+
+// minWait is the shortest wait StepSince shows: an uncontended slot is
+// no step of the call.
+const minWait = time.Millisecond
+
+// StepSince records a step that began at began and ends now as a child
+// span of the span in ctx, when it took at least a millisecond; a zero
+// began (the call is not traced) records nothing.
+func StepSince(ctx context.Context, name string, began time.Time, err error) {
+	if began.IsZero() || time.Since(began) < minWait {
+		return
+	}
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return
+	}
+	_, span := parent.TracerProvider().Tracer(ScopeName).Start(ctx, name,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(began))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -103,7 +102,8 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	}
 	tp := sdktrace.NewTracerProvider(topts...)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics, sdkmetric.WithInterval(15*time.Second))))
+		// The interval is OTEL_METRIC_EXPORT_INTERVAL's (default 60 s).
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)))
 	t, err := NewWith(tp, mp, o.Recorder)
 	if err != nil {
 		_ = tp.Shutdown(ctx)

@@ -536,7 +536,6 @@ mcp_servers:
 	})
 }
 
-
 func scrape(t *testing.T, url, token, accept string) string {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)

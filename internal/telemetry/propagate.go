@@ -9,16 +9,16 @@ import (
 
 // metaCarrier is the trace context fields of a params._meta (SEP-414),
 // nil when it has no traceparent.
-func metaCarrier(meta map[string]any) propagation.MapCarrier {
-	tp, _ := meta["traceparent"].(string)
-	if tp == "" {
+func metaCarrier(traceparent, tracestate, baggage string) propagation.MapCarrier {
+	if traceparent == "" {
 		return nil
 	}
-	c := propagation.MapCarrier{"traceparent": tp}
-	for _, k := range [...]string{"tracestate", "baggage"} {
-		if v, ok := meta[k].(string); ok && v != "" {
-			c[k] = v
-		}
+	c := propagation.MapCarrier{"traceparent": traceparent}
+	if tracestate != "" {
+		c["tracestate"] = tracestate
+	}
+	if baggage != "" {
+		c["baggage"] = baggage
 	}
 	return c
 }

@@ -113,10 +113,16 @@ func ServerOp(ctx context.Context) *Op {
 
 // params is what the span needs of a request's params.
 type params struct {
-	Name            string         `json:"name"`
-	URI             string         `json:"uri"`
-	ProtocolVersion string         `json:"protocolVersion"`
-	Meta            map[string]any `json:"_meta"`
+	Name            string `json:"name"`
+	URI             string `json:"uri"`
+	ProtocolVersion string `json:"protocolVersion"`
+	// Meta holds the trace context fields only: the rest of _meta is
+	// skipped, not decoded.
+	Meta struct {
+		Traceparent string `json:"traceparent"`
+		Tracestate  string `json:"tracestate"`
+		Baggage     string `json:"baggage"`
+	} `json:"_meta"`
 }
 
 // StartServer starts the SERVER span of r, the child of the trace context
@@ -129,9 +135,12 @@ func (t *Telemetry) StartServer(ctx context.Context, r ServerRequest) (context.C
 	if len(r.Params) > 0 {
 		_ = json.Unmarshal(r.Params, &p) // a bad params is mcp-go's to refuse
 	} else {
-		p.Name, p.URI, p.Meta = r.Target, r.Target, r.Meta
+		p.Name, p.URI = r.Target, r.Target
+		p.Meta.Traceparent, _ = r.Meta["traceparent"].(string)
+		p.Meta.Tracestate, _ = r.Meta["tracestate"].(string)
+		p.Meta.Baggage, _ = r.Meta["baggage"].(string)
 	}
-	if c := metaCarrier(p.Meta); c != nil {
+	if c := metaCarrier(p.Meta.Traceparent, p.Meta.Tracestate, p.Meta.Baggage); c != nil {
 		ctx = propagator.Extract(ctx, c)
 	} else if r.Header != nil {
 		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))

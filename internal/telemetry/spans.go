@@ -96,7 +96,11 @@ type Op struct {
 	client bool
 	method string
 	server string
-	metric []attribute.KeyValue
+	// metric names the operation's duration series, error type aside.
+	metric metricKey
+	// late are the attributes learnt while the operation runs (its target),
+	// set on the span with error.type in one go at the end.
+	late []attribute.KeyValue
 
 	mu         sync.Mutex
 	errType    string
@@ -168,11 +172,8 @@ func (t *Telemetry) StartServer(ctx context.Context, r ServerRequest) (context.C
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	metric := append(common[:len(common):len(common)], semconv.NetworkTransportKey.String(r.Transport))
-	if version != "" {
-		metric = append(metric, semconv.McpProtocolVersion(version))
-	}
-	op := &Op{t: t, span: span, began: time.Now(), method: r.Method, metric: metric}
+	op := &Op{t: t, span: span, began: time.Now(), method: r.Method,
+		metric: metricKey{method: r.Method, target: target, transport: r.Transport, version: version}}
 	ctx = context.WithValue(ctx, opKey{}, op)
 	op.ctx = ctx
 	return ctx, op
@@ -203,14 +204,8 @@ func (t *Telemetry) StartClient(ctx context.Context, r ClientRequest) (context.C
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	metric := append(common[:len(common):len(common)], semconv.NetworkTransportKey.String(r.Transport))
-	if r.Address != "" {
-		metric = append(metric, semconv.ServerAddress(r.Address))
-	}
-	if r.Port > 0 {
-		metric = append(metric, semconv.ServerPort(r.Port))
-	}
-	return ctx, &Op{t: t, span: span, ctx: ctx, began: time.Now(), client: true, method: r.Method, server: r.Server, metric: metric}
+	return ctx, &Op{t: t, span: span, ctx: ctx, began: time.Now(), client: true, method: r.Method, server: r.Server,
+		metric: metricKey{client: true, method: r.Method, target: target, transport: r.Transport, address: r.Address, port: r.Port}}
 }
 
 // targetAttrs are the span name's target and the attributes that name
@@ -290,11 +285,13 @@ func (o *Op) Target(server string, group bool) {
 	if o == nil {
 		return
 	}
+	key := AttrServer
 	if group {
-		o.span.SetAttributes(AttrGroup.String(server))
-		return
+		key = AttrGroup
 	}
-	o.span.SetAttributes(AttrServer.String(server))
+	o.mu.Lock()
+	o.late = append(o.late, key.String(server))
+	o.mu.Unlock()
 }
 
 // End ends the span, with ERROR status and error.type when an error was
@@ -309,27 +306,31 @@ func (o *Op) End() {
 	if errType == "" && o.httpStatus != 0 {
 		errType = strconv.Itoa(o.httpStatus)
 	}
+	late := o.late
 	o.mu.Unlock()
-	metric := o.metric
 	if errType != "" {
-		o.span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		late = append(late, semconv.ErrorTypeKey.String(errType))
 		o.span.SetStatus(codes.Error, errType)
-		metric = append(metric, semconv.ErrorTypeKey.String(errType))
 	}
+	if len(late) > 0 {
+		o.span.SetAttributes(late...)
+	}
+	key := o.metric
+	key.errType = errType
+	set := o.t.sets.get(key)
 	traceID := ""
 	if sc := o.span.SpanContext(); sc.IsSampled() {
 		traceID = sc.TraceID().String()
 	}
 	o.span.End()
-	method := mcpconv.MethodNameAttr(o.method)
 	if o.client {
-		o.t.clientDur.Record(o.ctx, secs, method, metric...)
+		o.t.clientDur.RecordSet(o.ctx, secs, set)
 		if o.t.rec != nil {
 			o.t.rec.ClientOperation(o.server, o.method, errType, secs, traceID)
 		}
 		return
 	}
-	o.t.serverDur.Record(o.ctx, secs, method, metric...)
+	o.t.serverDur.RecordSet(o.ctx, secs, set)
 	if o.t.rec != nil {
 		o.t.rec.ServerOperation(o.method, errType, secs, traceID)
 	}

@@ -48,6 +48,7 @@ type Telemetry struct {
 	serverDur mcpconv.ServerOperationDuration
 	clientDur mcpconv.ClientOperationDuration
 	rec       Recorder
+	sets      setCache
 	shutdown  []func(context.Context) error
 }
 

@@ -277,15 +277,22 @@ func (c *Conn) Close() error {
 // request's _meta (SEP-414), over any the caller's _meta carried: a
 // provider that traces joins the gateway's trace under that span.
 func injectTrace(ctx context.Context, req *mcp.CallToolRequest) {
+	req.Params.Meta = traceMeta(ctx, req.Params.Meta)
+}
+
+// traceMeta is meta with the trace context of ctx's span put in (meta
+// itself when ctx has none).
+func traceMeta(ctx context.Context, meta *mcp.Meta) *mcp.Meta {
 	fields := telemetry.MetaFields(ctx)
 	if fields == nil {
-		return
+		return meta
 	}
-	if req.Params.Meta == nil {
-		req.Params.Meta = &mcp.Meta{}
+	if meta == nil {
+		meta = &mcp.Meta{}
 	}
-	if req.Params.Meta.AdditionalFields == nil {
-		req.Params.Meta.AdditionalFields = make(map[string]any, len(fields))
+	if meta.AdditionalFields == nil {
+		meta.AdditionalFields = make(map[string]any, len(fields))
 	}
-	maps.Copy(req.Params.Meta.AdditionalFields, fields)
+	maps.Copy(meta.AdditionalFields, fields)
+	return meta
 }

@@ -101,3 +101,14 @@ func (p *Provider) startTraced(done chan struct{}, prepCtx context.Context, aban
 	p.mu.Unlock()
 	end(err)
 }
+
+// withClient notes the provider in ctx for the CLIENT spans of its
+// resource and prompt requests (mcpconn starts them).
+func (p *Provider) withClient(ctx context.Context) context.Context {
+	t := p.opts.Telemetry
+	if t == nil {
+		return ctx
+	}
+	pe := peerOf(p.spec)
+	return t.WithClient(ctx, telemetry.ClientRequest{Server: p.id, Address: pe.address, Port: pe.port, Transport: pe.transport})
+}

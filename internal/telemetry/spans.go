@@ -76,8 +76,10 @@ type ServerRequest struct {
 
 // ClientRequest is one request hangar sends to a provider.
 type ClientRequest struct {
-	Method          string
+	Method string
+	// Tool is the tool's or the prompt's name; URI a resource's.
 	Tool            string
+	URI             string
 	Server          string // the provider's ID
 	Address         string
 	Port            int
@@ -185,7 +187,7 @@ func (t *Telemetry) StartClient(ctx context.Context, r ClientRequest) (context.C
 	if t == nil {
 		return ctx, nil
 	}
-	target, common := targetAttrs(r.Method, r.Tool, "")
+	target, common := targetAttrs(r.Method, r.Tool, r.URI)
 	attrs := append(common, semconv.NetworkTransportKey.String(r.Transport), AttrServer.String(r.Server))
 	if r.Address != "" {
 		attrs = append(attrs, semconv.ServerAddress(r.Address))
@@ -403,4 +405,48 @@ func StepSince(ctx context.Context, name string, began time.Time, err error) {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
+}
+
+type clientKey struct{}
+
+type clientBase struct {
+	t *Telemetry
+	r ClientRequest
+}
+
+// WithClient notes in ctx the provider r names (its server and peer) for
+// StartRequest, which a connection that knows only the method calls; ctx
+// as is when telemetry is off or ctx is not traced.
+func (t *Telemetry) WithClient(ctx context.Context, r ClientRequest) context.Context {
+	if t == nil || !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx
+	}
+	return context.WithValue(ctx, clientKey{}, &clientBase{t: t, r: r})
+}
+
+// StartRequest starts the CLIENT span of a request other than tools/call
+// (resources/read, prompts/get) to the provider WithClient noted in ctx;
+// nil when there is none.
+func StartRequest(ctx context.Context, method, name, uri string) (context.Context, *Op) {
+	b, _ := ctx.Value(clientKey{}).(*clientBase)
+	if b == nil {
+		return ctx, nil
+	}
+	r := b.r
+	r.Method, r.Tool, r.URI = method, name, uri
+	return b.t.StartClient(ctx, r)
+}
+
+// ErrorOther is error.type of a failure with no better name.
+const ErrorOther = "_OTHER" // mcpconv.ErrorTypeOther
+
+// EndRequest ends a StartRequest operation with err's outcome.
+func (o *Op) EndRequest(err error) {
+	if o == nil {
+		return
+	}
+	if err != nil {
+		o.setError(ErrorOther)
+	}
+	o.End()
 }

@@ -450,3 +450,31 @@ func TestHTTPURL(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestSpans(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	if c, op := StartRequest(t.Context(), "resources/read", "", "file:///a"); op != nil || c != t.Context() {
+		t.Fatal("a request with no provider noted made a span")
+	}
+	ctx, srv := r.t.StartServer(t.Context(), ServerRequest{Method: "resources/read", Params: json.RawMessage(`{"uri":"file:///a"}`)})
+	ctx = r.t.WithClient(ctx, ClientRequest{Server: "docs", Transport: TransportPipe})
+	_, read := StartRequest(ctx, "resources/read", "", "file:///a")
+	read.EndRequest(nil)
+	_, get := StartRequest(ctx, "prompts/get", "greet", "")
+	get.EndRequest(context.DeadlineExceeded)
+	srv.End()
+	rd := r.span(t, "resources/read")
+	for _, s := range r.spans.GetSpans() {
+		if s.Name == "resources/read" && s.SpanKind == trace.SpanKindClient {
+			rd = s
+		}
+	}
+	if rd.SpanKind != trace.SpanKindClient || attrs(rd)["mcp.resource.uri"] != "file:///a" || attrs(rd)["hangar.server"] != "docs" {
+		t.Errorf("resources/read CLIENT span: %v %v", rd.SpanKind, attrs(rd))
+	}
+	pg := r.span(t, "prompts/get greet")
+	if a := attrs(pg); a["gen_ai.prompt.name"] != "greet" || a["error.type"] != ErrorOther || pg.Status.Code != codes.Error {
+		t.Errorf("prompts/get CLIENT span: %v %v", a, pg.Status)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -517,6 +518,42 @@ mcp_servers:
 		}
 	})
 
+	t.Run("go-sdk client", func(t *testing.T) {
+		for _, version := range []string{"2025-11-25", mcp.LATEST_PROTOCOL_VERSION} {
+			t.Run(version, func(t *testing.T) {
+				c := sdk.NewClient(&sdk.Implementation{Name: "telemetry-test", Version: "1"}, nil)
+				hc := &http.Client{Transport: bearer{token: token}}
+				cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: g.MCPURL, HTTPClient: hc, MaxRetries: 1},
+					&sdk.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					t.Fatalf("go-sdk connect: %v", err)
+				}
+				defer cs.Close()
+				trace, parent := randomBytes(16), randomBytes(8)
+				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "tk__echo", Arguments: map[string]any{"text": "sdk"},
+					Meta: sdk.Meta{"traceparent": "00-" + hex.EncodeToString(trace) + "-" + hex.EncodeToString(parent) + "-01"}})
+				if err != nil || res.IsError {
+					t.Fatalf("go-sdk tk__echo: %v %v", err, res)
+				}
+				var srv, cli *tracepb.Span
+				recv.wait(t, "the go-sdk call's spans", func(spans []*tracepb.Span) bool {
+					srv = spanNamed(spans, "tools/call tk__echo", tracepb.Span_SPAN_KIND_SERVER, inTrace(trace))
+					if srv != nil {
+						cli = spanNamed(spans, "tools/call echo", tracepb.Span_SPAN_KIND_CLIENT, childOf(srv))
+					}
+					return cli != nil
+				})
+				if !bytes.Equal(srv.ParentSpanId, parent) {
+					t.Errorf("SERVER span parent %x, want the go-sdk client's %x", srv.ParentSpanId, parent)
+				}
+				wantAttrs(t, srv, map[string]string{"mcp.protocol.version": version, "hangar.identity": "agent"})
+				if _, ok := spanAttrs(srv)["mcp.session.id"]; ok != (version == "2025-11-25") {
+					t.Errorf("mcp.session.id present %v on %s", ok, version)
+				}
+			})
+		}
+	})
+
 	t.Run("metrics", func(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for !recv.hasMetric("mcp.server.operation.duration") || !recv.hasMetric("mcp.client.operation.duration") {
@@ -534,6 +571,15 @@ mcp_servers:
 		}
 		checkDashboard(t, scrape(t, g.URL+"/metrics", token, ""))
 	})
+}
+
+// bearer adds the token to every request of the go-sdk client.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func scrape(t *testing.T, url, token, accept string) string {

@@ -56,9 +56,11 @@ func NewAuthenticator(ctx context.Context, a config.Auth, o Options) *Authentica
 		au.now = time.Now
 	}
 	for _, t := range append(append([]config.Token(nil), a.Tokens...), o.Extra...) {
+		id := NewIdentity(t.Name, KindToken, t.Scopes, t.Servers)
+		id.Expires = t.ExpiresAt
 		au.tokens = append(au.tokens, token{
 			hash:      t.SHA256,
-			identity:  NewIdentity(t.Name, KindToken, t.Scopes, t.Servers),
+			identity:  id,
 			expiresAt: t.ExpiresAt,
 			rate:      t.RateLimit,
 		})
@@ -129,5 +131,7 @@ func (au *Authenticator) verifyJWT(ctx context.Context, raw string) (Identity, e
 	if tok.Subject == "" {
 		return Identity{}, fmt.Errorf("%w: no sub claim", ErrInvalidJWT)
 	}
-	return NewIdentity(tok.Subject, KindJWT, strings.Fields(claims.Scope), nil), nil
+	id := NewIdentity(tok.Subject, KindJWT, strings.Fields(claims.Scope), nil)
+	id.Expires = tok.Expiry
+	return id, nil
 }

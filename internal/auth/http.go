@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -45,9 +47,17 @@ type HTTP struct {
 	AuthorizationServers []string
 	Log                  *slog.Logger
 
+	// Audit, when set, records a refused request: the 401s and 429s
+	// answered here (callers of Forbid record their 403s themselves). Set
+	// it before serving.
+	Audit func(r *http.Request, f Refusal)
+
 	// reloaded replaces what a config reload changes, so a token removed
 	// from the config stops working without a restart.
 	reloaded atomic.Pointer[Settings]
+
+	holdMu sync.Mutex
+	holds  map[*hold]struct{} // streams held open by a credential (Hold)
 }
 
 // Settings are what a config reload changes of the endpoint's
@@ -64,6 +74,7 @@ type Settings struct {
 // the middleware are unaffected.
 func (h *HTTP) Reload(s Settings) {
 	h.reloaded.Store(&s)
+	h.recheck(s)
 }
 
 func (h *HTTP) current() Settings {
@@ -73,14 +84,24 @@ func (h *HTTP) current() Settings {
 	return Settings{Auth: h.Auth, RateLimit: h.RateLimit, APIKeyHeader: h.APIKeyHeader, AllowAnonymous: h.AllowAnonymous}
 }
 
+// Refusal is one request the endpoint refused before serving it, for the
+// audit trail: never the credential, only why.
+type Refusal struct {
+	Status int
+	// Identity is who was refused; zero when no credential was accepted.
+	Identity Identity
+	Reason   string
+}
+
 // Middleware puts the caller's Identity in r.Context(), or answers 401
 // (missing, bad or expired credential) or 429 (over its rate limit)
 // without calling next, so no session is ever created for such a request.
 func (h *HTTP) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cur := h.current()
-		id, rl, ok := h.identify(w, r, cur)
-		if !ok {
+		id, rl, reason, presented := h.authenticate(r.Context(), r.Header, cur)
+		if reason != "" {
+			h.refuse(w, r, reason, presented)
 			return
 		}
 		if h.Limiter != nil && id.Kind != KindLocal {
@@ -91,6 +112,7 @@ func (h *HTTP) Middleware(next http.Handler) http.Handler {
 				secs := RetryAfterSeconds(wait)
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
 				h.log().Info("request refused", "reason", "rate limited", "identity", id.Name, "retry_after_s", secs)
+				h.audit(r, Refusal{Status: http.StatusTooManyRequests, Identity: id, Reason: "rate_limited"})
 				WriteError(w, http.StatusTooManyRequests, requestID(r), RateLimited(secs))
 				return
 			}
@@ -99,7 +121,9 @@ func (h *HTTP) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-func (h *HTTP) identify(w http.ResponseWriter, r *http.Request, cur Settings) (Identity, *config.RateLimit, bool) {
+// authenticate is who the credential in hdr makes a caller under cur; a
+// non-empty reason refuses it (presented: a credential was sent).
+func (h *HTTP) authenticate(ctx context.Context, hdr http.Header, cur Settings) (id Identity, rl *config.RateLimit, reason string, presented bool) {
 	authn := cur.Auth
 	if !authn.HasCredentials() {
 		// Nothing to check a credential against, so one that is sent is
@@ -107,39 +131,43 @@ func (h *HTTP) identify(w http.ResponseWriter, r *http.Request, cur Settings) (I
 		// keep working against a local gateway.
 		switch {
 		case h.Loopback:
-			return Local(KindLocal), nil, true
+			return Local(KindLocal), nil, "", false
 		case cur.AllowAnonymous:
-			return NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil), nil, true
+			return NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil), nil, "", false
 		}
-		h.refuse(w, r, "no credentials are configured and anonymous access is off", false)
-		return Identity{}, nil, false
+		return Identity{}, nil, "no credentials are configured and anonymous access is off", false
 	}
-	cred, err := Credential(r.Header, cur.APIKeyHeader)
+	cred, err := Credential(hdr, cur.APIKeyHeader)
 	if err == ErrNoCredential && cur.AllowAnonymous {
 		// Beside configured credentials, anonymous callers may only look:
 		// anything more would make the tokens' scopes pointless.
-		return NewIdentity(KindAnonymous, KindAnonymous, []string{ScopeRead}, nil), nil, true
+		return NewIdentity(KindAnonymous, KindAnonymous, []string{ScopeRead}, nil), nil, "", false
 	}
 	if err != nil {
-		h.refuse(w, r, err.Error(), err != ErrNoCredential)
-		return Identity{}, nil, false
+		return Identity{}, nil, err.Error(), err != ErrNoCredential
 	}
-	id, rl, err := authn.Authenticate(r.Context(), cred)
+	id, rl, err = authn.Authenticate(ctx, cred)
 	if err != nil {
-		h.refuse(w, r, err.Error(), true)
-		return Identity{}, nil, false
+		return Identity{}, nil, err.Error(), true
 	}
-	return id, rl, true
+	return id, rl, "", false
 }
 
 func (h *HTTP) refuse(w http.ResponseWriter, r *http.Request, reason string, presented bool) {
 	h.log().Info("request refused", "reason", reason, "remote", clientAddr(r))
+	h.audit(r, Refusal{Status: http.StatusUnauthorized, Reason: "unauthenticated: " + reason})
 	challenge := `Bearer resource_metadata="` + h.metadataURL(r) + `"`
 	if presented {
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	WriteError(w, http.StatusUnauthorized, requestID(r), ErrUnauthenticated)
+}
+
+func (h *HTTP) audit(r *http.Request, f Refusal) {
+	if h.Audit != nil {
+		h.Audit(r, f)
+	}
 }
 
 // Forbid answers a request refused for a scope before it reached JSON-RPC

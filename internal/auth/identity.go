@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -41,8 +42,13 @@ type Identity struct {
 	// Servers are fnmatch patterns of the providers this identity may
 	// reach; empty means all.
 	Servers []string
+	// Expires is when the credential stops being valid (a token's
+	// expires_at, a JWT's exp); zero: never. Streams opened with it end
+	// then (HTTP.Hold).
+	Expires time.Time
 
 	servers *provider.ToolPolicy // compiled Servers, built by NewIdentity
+	view    string               // ViewKey, computed by NewIdentity
 }
 
 // NewIdentity returns an identity with its server filter compiled.
@@ -51,6 +57,7 @@ func NewIdentity(name, kind string, scopes, servers []string) Identity {
 	if len(servers) > 0 {
 		id.servers = provider.NewToolPolicy(servers, nil)
 	}
+	id.view = id.viewKey()
 	return id
 }
 
@@ -78,6 +85,13 @@ func (id Identity) MayReach(server string) bool {
 // on nothing else, so answers computed for one such caller can be kept
 // for the others.
 func (id Identity) ViewKey() string {
+	if id.view != "" {
+		return id.view // every request asks (sessions, the listing cache)
+	}
+	return id.viewKey()
+}
+
+func (id Identity) viewKey() string {
 	// Quoted elements: no scope or pattern can pass for two.
 	b := []byte("scopes")
 	for _, s := range slices.Compact(slices.Sorted(slices.Values(id.Scopes))) {
@@ -125,6 +139,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// ErrorKind is the refusal's kind as hangar_call reports it (error_type):
+// provider.KindForbidden for a scope or server, else how it was refused.
+func (e *Error) ErrorKind() string {
+	switch e.Code {
+	case CodeInsufficientScope:
+		return provider.KindForbidden
+	case CodeRateLimited:
+		return "rate_limited"
+	}
+	return "unauthenticated"
+}
 
 // ErrUnauthenticated is the answer to a missing or bad credential.
 var ErrUnauthenticated = &Error{Code: CodeUnauthenticated, Message: "Invalid or missing authentication token"}

@@ -164,6 +164,8 @@ type SourceStatus struct {
 	IsEnabled     bool
 	LastDiscovery time.Time // zero before the first successful listing
 	ServersCount  int
+	// Servers are the names ServersCount counts.
+	Servers []string
 	// ErrorMessage is the source's error, else its items' problems joined;
 	// "" when none.
 	ErrorMessage string
@@ -200,6 +202,7 @@ type sourceState struct {
 	healthy  bool
 	last     time.Time
 	count    int
+	names    []string // the candidates' names, for callers limited to some servers
 	err      string
 	problems []string
 }
@@ -527,7 +530,11 @@ func (s *Service) scan(ctx context.Context) (ScanResult, []*checkJob) {
 					fresh = append(fresh, [2]string{s.sources[i].Type(), p})
 				}
 			}
-			*st = sourceState{healthy: true, last: began, count: len(listings[i].Candidates), problems: sc.problems[i]}
+			names := make([]string, 0, len(listings[i].Candidates))
+			for _, c := range listings[i].Candidates {
+				names = append(names, c.Name)
+			}
+			*st = sourceState{healthy: true, last: began, count: len(listings[i].Candidates), names: names, problems: sc.problems[i]}
 		}
 		s.mu.Unlock()
 		// Each problem is logged once, not on every scan that finds it again.
@@ -962,6 +969,7 @@ func (s *Service) Sources() []SourceStatus {
 			IsEnabled:     true,
 			LastDiscovery: st.last,
 			ServersCount:  st.count,
+			Servers:       slices.Clone(st.names),
 			ErrorMessage:  msg,
 		}
 	}

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -20,7 +22,10 @@ const (
 	ActionToolCall      = "tools/call"  // a hangar_* tool (or a front-door tool)
 	ActionHangarCall    = "hangar_call" // one provider call inside hangar_call
 	ActionFrontDoorCall = "front_door"  // a provider tool called by its callable name
-	auditWriteTimeout   = 2 * time.Second
+	// ActionRequest is an HTTP request refused before any method was
+	// looked at (401, 429, a scope /events or /metrics needs).
+	ActionRequest     = "request"
+	auditWriteTimeout = 2 * time.Second
 )
 
 // Audit outcomes besides the provider error kinds.
@@ -132,7 +137,9 @@ func (g *Gateway) recentAudit(ctx context.Context, server string) any {
 }
 
 // auditProviderCall records one call routed to a provider or group.
-func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool string, began time.Time, res *mcp.CallToolResult, err error) {
+// denied says the gateway refused the call before it reached the server
+// (its servers, a disabled server).
+func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool string, began time.Time, res *mcp.CallToolResult, err error, denied bool) {
 	e := store.AuditEntry{
 		Server:     server,
 		Action:     action,
@@ -140,7 +147,12 @@ func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool st
 		Allowed:    true,
 		DurationMs: float64(time.Since(began).Microseconds()) / 1000,
 	}
+	var ae *auth.Error
 	switch kind := provider.KindOf(err); {
+	case errors.As(err, &ae):
+		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, forbiddenReason(ae)
+	case denied && err != nil:
+		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, denialReason(err, kind)
 	case err == nil && res != nil && res.IsError:
 		e.Outcome = OutcomeToolError
 	case err == nil:
@@ -153,6 +165,79 @@ func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool st
 		e.Outcome = kind
 	}
 	g.RecordAudit(ctx, e)
+}
+
+// refusedCall fills e for a hangar_* call that was refused rather than
+// failed: outside the caller's scopes or servers (authorize's answer), or
+// aimed at a server the management policy disabled. It reports whether it
+// was.
+func (g *Gateway) refusedCall(ctx context.Context, req mcp.CallToolRequest, e *store.AuditEntry) bool {
+	id := callerOf(ctx)
+	if ae := checkTool(id, req.Params.Name, req.Params.Arguments); ae != nil {
+		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, forbiddenReason(ae)
+		if strings.HasPrefix(req.Params.Name, "hangar_") {
+			e.Server = refusedTarget(id, req.Params.Name, req.Params.Arguments)
+		}
+		return true
+	}
+	if e.Server == "" {
+		return false
+	}
+	if err := g.refused(e.Server); err != nil {
+		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, denialReason(err, provider.KindOf(err))
+		return true
+	}
+	return false
+}
+
+// Reasons of refusals by the endpoint (seed 004's three codes).
+const (
+	ReasonForbidden       = "forbidden"
+	ReasonUnauthenticated = "unauthenticated"
+	ReasonRateLimited     = "rate_limited"
+)
+
+// forbiddenReason is the audit reason of a scope or server refusal: the
+// kind and seed 004's message, which names the scope or the server the
+// caller asked for (never whether it exists).
+func forbiddenReason(e *auth.Error) string { return ReasonForbidden + ": " + e.Message }
+
+// auditGuard records a request the scope guard refused (403): the method,
+// and for tools/call the tool and the target that was refused.
+func (g *Gateway) auditGuard(ctx context.Context, env envelope, e *auth.Error) {
+	entry := store.AuditEntry{Action: env.Method, Outcome: OutcomeDenied, Reason: forbiddenReason(e)}
+	if env.Method == string(mcp.MethodToolsCall) {
+		entry.Action, entry.Tool = ActionToolCall, env.Params.Name
+		entry.Server = g.toolServer(env.Params.Name)
+		if entry.Server == "" {
+			var args map[string]any
+			_ = json.Unmarshal(env.Params.Arguments, &args)
+			entry.Server = refusedTarget(callerOf(ctx), env.Params.Name, args)
+		}
+	}
+	g.RecordAudit(ctx, entry)
+}
+
+// refusedTarget names the target of a hangar_* call the audit shows: the
+// first one outside the caller's servers, else the one the tool acts on.
+func refusedTarget(id auth.Identity, tool string, args any) string {
+	for _, t := range targetsOf(args) {
+		if !id.MayReach(t) {
+			return t
+		}
+	}
+	return actedOn(tool, args)
+}
+
+// auditRequest records a request the endpoint refused before reading it:
+// a credential refused (401), a bucket empty (429), a scope missing on
+// /events or /metrics (403). Never the credential.
+func (g *Gateway) auditRequest(r *http.Request, f auth.Refusal) {
+	entry := store.AuditEntry{Action: ActionRequest, Tool: r.Method + " " + r.URL.Path, Outcome: OutcomeDenied, Reason: f.Reason, Identity: f.Identity.Name}
+	if entry.Identity == "" {
+		entry.Identity = anonymousOwner
+	}
+	g.RecordAudit(r.Context(), entry)
 }
 
 // deniedKind reports whether an error kind is the gateway refusing the
@@ -184,15 +269,16 @@ func (g *Gateway) auditToolCall(ctx context.Context, req mcp.CallToolRequest, be
 		DurationMs: float64(time.Since(began).Microseconds()) / 1000,
 		Outcome:    OutcomeOK,
 	}
-	if a, ok := req.Params.Arguments.(map[string]any); ok {
-		// The target's name, never an argument value otherwise.
-		if s, ok := a["mcp_server"].(string); ok {
-			e.Server = s
-		}
+	// The target's name, never an argument value otherwise.
+	if strings.HasPrefix(req.Params.Name, "hangar_") {
+		e.Server = actedOn(req.Params.Name, req.Params.Arguments)
+	} else {
+		e.Server = g.toolServer(req.Params.Name)
 	}
 	switch {
 	case err != nil:
 		e.Outcome = OutcomeError
+	case res != nil && res.IsError && g.refusedCall(ctx, req, &e):
 	case res != nil && res.IsError:
 		e.Outcome = OutcomeToolError
 		// Wire errors start with their kind ("unknown_mcp_server: x"):

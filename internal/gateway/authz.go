@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -38,27 +39,72 @@ func (g *Gateway) toolServer(name string) string {
 	return ""
 }
 
-// targetOf is the provider or group a hangar_* call is about, from its
-// mcp_server or group argument; "" when it names none.
-func targetOf(args any) string {
+// targetKeys are the arguments of hangar_* tools that name a provider or
+// group the tool acts on: mcp_server, group, and hangar_warm's
+// comma-separated mcp_servers. Every one named must be within the
+// caller's servers, not just the first (a call naming a group it may not
+// reach beside a server it may must not pass on the server's word).
+var targetKeys = []string{"mcp_server", "group", "mcp_servers"}
+
+// targetsOf lists the providers and groups a hangar_* call names, in
+// targetKeys order; nil when it names none.
+func targetsOf(args any) []string {
 	m, _ := args.(map[string]any)
-	for _, k := range []string{"mcp_server", "group"} {
-		if s, ok := m[k].(string); ok && s != "" {
-			return s
+	var out []string
+	for _, k := range targetKeys {
+		s, ok := m[k].(string)
+		if !ok || s == "" {
+			continue
+		}
+		if k != "mcp_servers" {
+			out = append(out, s)
+			continue
+		}
+		for _, id := range strings.Split(s, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				out = append(out, id)
+			}
 		}
 	}
-	return ""
+	return out
+}
+
+// actedOn is the provider or group a hangar_* call acts on, for the audit:
+// the argument the tool itself reads (a group for hangar_group_rebalance,
+// whatever else the call names). "" for tools without one target.
+func actedOn(tool string, args any) string {
+	m, _ := args.(map[string]any)
+	key := "mcp_server"
+	if tool == "hangar_group_rebalance" {
+		key = "group"
+	}
+	s, _ := m[key].(string)
+	return s
 }
 
 // checkTool is the refusal for the caller calling tool with args, or nil.
 // A front-door tool's server is checked by the front door's own filter,
 // which mcp-go applies at tools/call too.
 func checkTool(id auth.Identity, tool string, args any) *auth.Error {
-	srv := ""
-	if strings.HasPrefix(tool, "hangar_") {
-		srv = targetOf(args)
+	if !strings.HasPrefix(tool, "hangar_") {
+		return id.Check(auth.ToolScope(tool), "")
 	}
-	return id.Check(auth.ToolScope(tool), srv)
+	return checkTargets(id, auth.ToolScope(tool), targetsOf(args))
+}
+
+// checkTargets is the refusal of scope or of any of targets, or nil. The
+// answer depends on the names and the caller's patterns only, never on
+// whether a server exists: "not yours" and "no such server" read alike.
+func checkTargets(id auth.Identity, scope string, targets []string) *auth.Error {
+	if e := id.Check(scope, ""); e != nil {
+		return e
+	}
+	for _, t := range targets {
+		if e := id.Check("", t); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // mayCall is the tool filter: a tool the caller may not call is not
@@ -98,7 +144,7 @@ type envelope struct {
 // and the seed 004 -32002 error, since mcp-go can only answer a filtered
 // tool with "not found" (-32602). A body that does not parse is left to
 // mcp-go, which answers it with the right JSON-RPC error.
-func guard(h *auth.HTTP, serverOf func(tool string) string, next http.Handler) http.Handler {
+func guard(h *auth.HTTP, serverOf func(tool string) string, audit func(context.Context, envelope, *auth.Error), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -114,7 +160,9 @@ func guard(h *auth.HTTP, serverOf func(tool string) string, next http.Handler) h
 		if env, ok := RequestEnvelope(r.Context()); ok {
 			// checkEnvelope parsed the message already: only a tools/call's
 			// params are decoded here, for its tool and arguments.
-			if e := refusal(id, env.forGuard(), serverOf); e != nil {
+			checked := env.forGuard()
+			if e := refusal(id, checked, serverOf); e != nil {
+				audit(r.Context(), checked, e)
 				h.Forbid(w, r, auth.ScalarID(env.ID), e)
 				return
 			}
@@ -135,6 +183,7 @@ func guard(h *auth.HTTP, serverOf func(tool string) string, next http.Handler) h
 		}
 		for _, env := range envelopes(body) {
 			if e := refusal(id, env, serverOf); e != nil {
+				audit(r.Context(), env, e)
 				h.Forbid(w, r, auth.ScalarID(env.ID), e)
 				return
 			}
@@ -164,26 +213,33 @@ func refusal(id auth.Identity, env envelope, serverOf func(tool string) string) 
 	if env.Method != "tools/call" {
 		return id.Check(auth.MethodScope(env.Method), "")
 	}
-	srv := serverOf(env.Params.Name)
-	if srv == "" && len(id.Servers) > 0 {
-		srv = rawTarget(env.Params.Arguments)
+	if srv := serverOf(env.Params.Name); srv != "" {
+		return id.Check(auth.ToolScope(env.Params.Name), srv)
 	}
-	return id.Check(auth.ToolScope(env.Params.Name), srv)
+	var targets []string
+	if len(id.Servers) > 0 && strings.HasPrefix(env.Params.Name, "hangar_") {
+		targets = rawTargets(env.Params.Arguments)
+	}
+	return checkTargets(id, auth.ToolScope(env.Params.Name), targets)
 }
 
-// rawTarget is targetOf for raw JSON arguments.
-func rawTarget(raw json.RawMessage) string {
+// rawTargets is targetsOf for raw JSON arguments. Keys are matched
+// exactly, as the handler reads them (a struct would match them in any
+// case), and only the targets' values are decoded (hangar_call's calls
+// may be large).
+func rawTargets(raw json.RawMessage) []string {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
-		return ""
+		return nil
 	}
-	for _, k := range []string{"mcp_server", "group"} {
+	args := map[string]any{}
+	for _, k := range targetKeys {
 		var s string
-		if json.Unmarshal(m[k], &s) == nil && s != "" {
-			return s
+		if json.Unmarshal(m[k], &s) == nil {
+			args[k] = s
 		}
 	}
-	return ""
+	return targetsOf(args)
 }
 
 // forGuard is what the guard needs of a checked message: its method, id
@@ -244,4 +300,56 @@ func (v visibleHotLoader) Runtime() []RuntimeServer {
 		}
 	}
 	return out
+}
+
+// holdStreams runs the streams of /mcp and /events under their
+// credential (auth.HTTP.Hold): a legacy GET stream, /events, and a
+// 2026-07-28 subscriptions/listen answer end within a moment of their
+// token expiring or being removed by a reload. Other requests are short
+// and pass as they are.
+func holdStreams(h *auth.HTTP, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stream := r.Method == http.MethodGet
+		if env, ok := RequestEnvelope(r.Context()); ok && env.Method == string(mcp.MethodSubscriptionsListen) {
+			stream = true
+		}
+		if !stream {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, release := h.Hold(r)
+		defer release()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// hideUnserved answers resources/read of a URI whose server the caller is
+// not served (outside its servers, quarantined, disabled) exactly as
+// mcp-go answers a URI nobody serves, before mcp-go sees it: an error
+// from the resource handler would carry another code (-32603), and the
+// difference would tell a caller that the URI exists.
+func (g *Gateway) hideUnserved(next http.Handler) http.Handler {
+	if g.FrontDoor == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env, ok := RequestEnvelope(r.Context())
+		if !ok || env.Method != string(mcp.MethodResourcesRead) || env.Kind != KindRequest {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(env.params, &p) != nil || p.URI == "" || !g.FrontDoor.unservedURI(r.Context(), p.URI) {
+			next.ServeHTTP(w, r) // mcp-go answers what is malformed
+			return
+		}
+		code := mcp.RESOURCE_NOT_FOUND
+		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(env.MetaProtocolVersion()) {
+			code = mcp.INVALID_PARAMS // 2026-07-28, as mcp-go's resourceNotFoundCode
+		}
+		auth.WriteError(w, http.StatusOK, auth.ScalarID(env.ID), &auth.Error{Code: code,
+			Message: fmt.Sprintf("handler not found for resource URI '%s': %v", p.URI, server.ErrResourceNotFound)})
+	})
 }

@@ -77,6 +77,10 @@ type FrontDoor struct {
 	src FrontDoorSource
 	// Catalogs keeps catalogs across restarts; nil keeps them in memory.
 	Catalogs store.Catalogs
+	// Withheld, when set, names the servers nothing of which is served now
+	// (quarantined, disabled): their resources, templates and prompts are
+	// not listed, read, got, completed or subscribed to.
+	Withheld func(server string) bool
 	naming   string
 	prefetch bool
 	log      *slog.Logger

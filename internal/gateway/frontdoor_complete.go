@@ -30,7 +30,7 @@ func (f *FrontDoor) CompletePromptArgument(ctx context.Context, name string, arg
 	f.mu.RLock()
 	b := f.view.prompts[name]
 	f.mu.RUnlock()
-	if b == nil || !mayUse(ctx, b.Server) {
+	if b == nil || !f.mayUse(ctx, b.Server) {
 		// The words of prompts/get for a prompt not served to this caller.
 		return nil, fmt.Errorf("prompt '%s' not found", name)
 	}
@@ -41,13 +41,20 @@ func (f *FrontDoor) CompletePromptArgument(ctx context.Context, name string, arg
 // uri is a resource URI or a URI template.
 func (f *FrontDoor) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
 	owner, ok := f.ownerOf(uri)
-	if !ok {
-		return nil, fmt.Errorf("resource '%s' not found: no resource or resource template with that URI is served", uri)
+	if !ok || !f.serves(ctx, owner) {
+		// One answer for a URI nobody serves and one served to others.
+		return nil, errResourceNotServed(uri)
 	}
-	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodCompletionComplete)), owner); e != nil {
+	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodCompletionComplete)), ""); e != nil {
 		return nil, e
 	}
 	return f.complete(ctx, owner, mcp.ResourceReference{Type: "ref/resource", URI: uri}, arg, cc)
+}
+
+// errResourceNotServed is the answer for a URI the caller is not served,
+// whether or not anyone else is.
+func errResourceNotServed(uri string) error {
+	return fmt.Errorf("resource '%s' not found: no resource or resource template with that URI is served", uri)
 }
 
 // complete forwards completion/complete to owner, which may be started.

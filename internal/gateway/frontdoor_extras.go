@@ -310,17 +310,81 @@ func (f *FrontDoor) ownerOf(uri string) (string, bool) {
 	return "", false
 }
 
-// mayUse says whether the caller may reach server through the front door.
-func mayUse(ctx context.Context, server string) bool {
+// serves reports whether the caller in ctx is served anything of server:
+// a server within its servers and not withheld (quarantined, disabled).
+// What it is not served is not listed, and asked for by name it is
+// unknown, as if it did not exist.
+func (f *FrontDoor) serves(ctx context.Context, server string) bool {
+	if f.Withheld != nil && f.Withheld(server) {
+		return false
+	}
 	id, ok := auth.FromContext(ctx)
-	return !ok || (id.Has(auth.ScopeCall) && id.MayReach(server))
+	return !ok || id.MayReach(server)
+}
+
+// mayUse says whether the caller may use server through the front door
+// (read, get, complete): served it, with hangar:call.
+func (f *FrontDoor) mayUse(ctx context.Context, server string) bool {
+	if !f.serves(ctx, server) {
+		return false
+	}
+	id, ok := auth.FromContext(ctx)
+	return !ok || id.Has(auth.ScopeCall)
+}
+
+// resourceFilter is the OnAfterListResources hook: resources of servers
+// the caller is not served are not listed (mcp-go has no resource filter).
+func (f *FrontDoor) resourceFilter(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+	if res == nil {
+		return
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := res.Resources[:0:0]
+	for _, r := range res.Resources {
+		if owner, mine := f.view.resourceOwner[r.URI]; mine && !f.serves(ctx, owner) {
+			continue
+		}
+		out = append(out, r)
+	}
+	res.Resources = out
+}
+
+// templateFilter is resourceFilter for resources/templates/list.
+func (f *FrontDoor) templateFilter(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+	if res == nil {
+		return
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := res.ResourceTemplates[:0:0]
+	for _, t := range res.ResourceTemplates {
+		if t.URITemplate != nil && t.URITemplate.Template != nil {
+			if owner, mine := f.view.templateOwner[t.URITemplate.Raw()]; mine && !f.serves(ctx, owner) {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	res.ResourceTemplates = out
+}
+
+// unservedURI reports whether uri belongs to a server the caller in ctx is
+// not served: resources/read and resources/subscribe then answer as for a
+// URI nobody serves.
+func (f *FrontDoor) unservedURI(ctx context.Context, uri string) bool {
+	owner, ok := f.ownerOf(uri)
+	return ok && !f.serves(ctx, owner)
 }
 
 // readResource forwards resources/read to owner, which may be started.
 func (f *FrontDoor) readResource(owner string) server.ResourceHandlerFunc {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		if !mayUse(ctx, owner) {
-			return nil, auth.MissingScope(auth.ServerScope(owner))
+		if !f.mayUse(ctx, owner) {
+			// The HTTP path answers such a read before mcp-go does
+			// (hideUnserved), as for a URI nobody serves; this is the
+			// second line, for every other way in.
+			return nil, fmt.Errorf("handler not found for resource URI '%s': %w", req.Params.URI, server.ErrResourceNotFound)
 		}
 		var raw json.RawMessage
 		err := f.src.Extras(ctx, owner, true, func(ctx context.Context, b provider.Extras) error {
@@ -342,6 +406,10 @@ func (f *FrontDoor) readResource(owner string) server.ResourceHandlerFunc {
 // getPrompt forwards prompts/get to owner under the prompt's raw name.
 func (f *FrontDoor) getPrompt(owner, name string) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if !f.mayUse(ctx, owner) {
+			// The prompt filter hides it from mcp-go's lookup already.
+			return nil, fmt.Errorf("prompt '%s' not found: %w", req.Params.Name, server.ErrPromptNotFound)
+		}
 		var raw json.RawMessage
 		err := f.src.Extras(ctx, owner, true, func(ctx context.Context, b provider.Extras) error {
 			var err error
@@ -355,16 +423,14 @@ func (f *FrontDoor) getPrompt(owner, name string) server.PromptHandlerFunc {
 	}
 }
 
-// promptFilter hides the prompts of servers a caller may not reach.
+// promptFilter hides the prompts of servers a caller may not use
+// (mcp-go applies it at prompts/get too).
 func (f *FrontDoor) promptFilter(ctx context.Context, prompts []mcp.Prompt) []mcp.Prompt {
-	if _, ok := auth.FromContext(ctx); !ok {
-		return prompts
-	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := prompts[:0:0]
 	for _, p := range prompts {
-		if b, mine := f.view.prompts[p.Name]; mine && !mayUse(ctx, b.Server) {
+		if b, mine := f.view.prompts[p.Name]; mine && !f.mayUse(ctx, b.Server) {
 			continue
 		}
 		out = append(out, p)

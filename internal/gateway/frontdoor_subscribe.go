@@ -218,8 +218,8 @@ func (f *FrontDoor) syncUpstream(ctx context.Context, key subKey, up *upstream, 
 func (f *FrontDoor) relayUpdated(key subKey) func(params map[string]any) {
 	return func(params map[string]any) {
 		srv := f.mcp.Load()
-		if srv == nil {
-			return
+		if srv == nil || (f.Withheld != nil && f.Withheld(key.server)) {
+			return // a withheld server's updates reach nobody
 		}
 		for _, session := range f.subs.sessionsOf(key) {
 			if err := srv.SendNotificationToSpecificClient(session, mcp.MethodNotificationResourceUpdated, params); err != nil {
@@ -251,12 +251,12 @@ func (f *FrontDoor) resubscribe(ctx context.Context) {
 // subscribe is a client session's resources/subscribe.
 func (f *FrontDoor) subscribe(ctx context.Context, session, uri string) error {
 	owner, ok := f.ownerOf(uri)
-	if !ok {
-		return fmt.Errorf("resource '%s' not found: no resource or resource template with that URI is served", uri)
+	if !ok || !f.serves(ctx, owner) {
+		return errResourceNotServed(uri)
 	}
 	// The scope of the method (hangar:read: an update names a URI, reading
-	// it still needs hangar:call) and the owner among the caller's servers.
-	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodResourcesSubscribe)), owner); e != nil {
+	// it still needs hangar:call).
+	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodResourcesSubscribe)), ""); e != nil {
 		return e
 	}
 	key := subKey{owner, uri}
@@ -368,6 +368,8 @@ func (f *FrontDoor) Hooks(base *server.Hooks) *server.Hooks {
 		*h = *base
 	}
 	h.OnRequestInitialization = append(append([]server.OnRequestInitializationFunc{}, h.OnRequestInitialization...), f.onRequest)
+	h.OnAfterListResources = append(append([]server.OnAfterListResourcesFunc{}, h.OnAfterListResources...), f.resourceFilter)
+	h.OnAfterListResourceTemplates = append(append([]server.OnAfterListResourceTemplatesFunc{}, h.OnAfterListResourceTemplates...), f.templateFilter)
 	h.OnUnregisterSession = append(append([]server.OnUnregisterSessionHookFunc{}, h.OnUnregisterSession...),
 		func(ctx context.Context, s server.ClientSession) { f.sessionEnded(ctx, s.SessionID()) })
 	return h

@@ -103,7 +103,8 @@ func TestFrontDoorCompletion(t *testing.T) {
 		{"raw prompt name", ctx, `{"type":"ref/prompt","name":"greet"}`, "prompt 'greet' not found"},
 		{"unknown uri", ctx, `{"type":"ref/resource","uri":"file:///nope"}`, "resource 'file:///nope' not found"},
 		{"prompt outside the servers", limited, `{"type":"ref/prompt","name":"b__greet"}`, "prompt 'b__greet' not found"},
-		{"resource outside the servers", limited, `{"type":"ref/resource","uri":"item-b://{n}"}`, "Token missing required scope: server:b"},
+		// The answer for a URI nobody serves: nothing says b serves it.
+		{"resource outside the servers", limited, `{"type":"ref/resource","uri":"item-b://{n}"}`, "resource 'item-b://{n}' not found: no resource or resource template with that URI is served"},
 		{"resource without hangar:call", readOnly, `{"type":"ref/resource","uri":"item-a://{n}"}`, "Token missing required scope: hangar:call"},
 		{"prompt without hangar:call", readOnly, `{"type":"ref/prompt","name":"a__greet"}`, "prompt 'a__greet' not found"},
 	}
@@ -272,9 +273,9 @@ func TestFrontDoorSubscriptions(t *testing.T) {
 	waitFor(t, "update from the new run", func() bool { return len(c3.updates()) == 2 })
 }
 
-// TestFrontDoorSubscribeRefusals: a URI nobody serves, one whose server is
-// outside the caller's, and a caller without hangar:read are refused with
-// the reason; nothing is left subscribed. hangar:read is enough (reading
+// TestFrontDoorSubscribeRefusals: a URI nobody serves and one whose server
+// is outside the caller's are refused alike, a caller without hangar:read
+// with the reason; nothing is left subscribed. hangar:read is enough (reading
 // the resource is what needs hangar:call).
 func TestFrontDoorSubscribeRefusals(t *testing.T) {
 	t.Parallel()
@@ -293,8 +294,9 @@ func TestFrontDoorSubscribeRefusals(t *testing.T) {
 		want string
 	}{
 		{"unknown", ctx, "file:///nope", "resource 'file:///nope' not found"},
-		{"outside the servers", limited, "file:///b", "Token missing required scope: server:b"},
-		{"template outside the servers", limited, "item-b://3", "Token missing required scope: server:b"},
+		// As for a URI nobody serves: nothing says b serves it.
+		{"outside the servers", limited, "file:///b", "resource 'file:///b' not found: no resource or resource template with that URI is served"},
+		{"template outside the servers", limited, "item-b://3", "resource 'item-b://3' not found: no resource or resource template with that URI is served"},
 		{"no scope", noScope, "file:///a", "Token missing required scope: hangar:read"},
 	} {
 		err := c.subscribe(tt.ctx, tt.uri)

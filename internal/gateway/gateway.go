@@ -219,11 +219,13 @@ func (g *Gateway) exposed(id string, spec *config.Server) bool {
 // under action. args go on as they are (a map, or raw JSON).
 func (g *Gateway) callServer(ctx context.Context, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
 	began := time.Now()
-	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err) }()
+	denied := false
+	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err, denied) }()
 	if e := callerOf(ctx).Check("", server); e != nil {
 		return nil, e
 	}
 	if err := g.refused(server); err != nil {
+		denied = true
 		return nil, err
 	}
 	if grp, ok := g.Groups.Get(server); ok {
@@ -259,6 +261,7 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	hooks := g.Hooks
 	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
 		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
+		g.FrontDoor.Withheld = g.withheld
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
 		hooks = g.FrontDoor.Hooks(hooks)
 	}

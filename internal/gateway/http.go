@@ -86,9 +86,13 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	if o.Auth == nil {
 		o.Auth = &auth.HTTP{Auth: auth.NewAuthenticator(context.Background(), config.Auth{}, auth.Options{}), Loopback: true, Log: g.Log}
 	}
+	if o.Auth.Audit == nil {
+		o.Auth.Audit = g.auditRequest // every refusal is audited (authz.go)
+	}
 	sessions.release = releaseVia(streamable)
+	sessions.refused = g.auditRequest
 	mux := http.NewServeMux()
-	var mcpHandler http.Handler = sessions.middleware(g.directCalls(s, streamable, countProgress(g.toolsListHandler(s, streamable))))
+	var mcpHandler http.Handler = sessions.middleware(g.hideUnserved(g.directCalls(s, streamable, countProgress(g.toolsListHandler(s, streamable)))))
 	if m := g.Management; m != nil {
 		// Only a management method goes through its wrapper: the envelope
 		// is parsed once already, so every other message goes straight on.
@@ -100,12 +104,12 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 			}
 			wrapped.ServeHTTP(w, r)
 		})
-		mux.Handle("/events", o.Auth.Middleware(g.Management.Events()))
+		mux.Handle("/events", o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, holdStreams(o.Auth, g.Management.Events()))))
 	}
 	// Order: authentication before the body is read; the envelope check
 	// (413, -32600) reads it once; the scope guard refuses before any
 	// session is looked up or created; then sessions, then mcp-go.
-	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, mcpHandler)))))
+	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler))))))
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -115,7 +119,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	if o.Metrics != nil {
 		// Metrics name every server: the same credentials and hangar:read
 		// as hangar_metrics (a loopback gateway without tokens is open).
-		mux.Handle("/metrics", o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, o.Metrics)))
+		mux.Handle("/metrics", o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, g.scopedMetrics(o.Metrics))))
 	}
 	return &Endpoint{Handler: checkOrigin(o.AllowedOrigins, mux), mcp: streamable, sessions: sessions}
 }
@@ -203,6 +207,9 @@ func (b *memBody) Close() error { return nil }
 func needScope(h *auth.HTTP, scope string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e := callerOf(r.Context()).Check(scope, ""); e != nil {
+			if h.Audit != nil {
+				h.Audit(r, auth.Refusal{Status: http.StatusForbidden, Identity: callerOf(r.Context()), Reason: forbiddenReason(e)})
+			}
 			h.Forbid(w, r, nil, e)
 			return
 		}

@@ -49,12 +49,15 @@ func quarantineOf(p *provider.Provider) any {
 
 // pinQuarantined lists the providers whose tools are withheld, in
 // hangar_quarantine's shape.
-func (g *Gateway) pinQuarantined() []map[string]any {
+func (g *Gateway) pinQuarantined(mayReach func(id string) bool) []map[string]any {
 	var out []map[string]any
 	if g.Providers == nil {
 		return nil
 	}
 	for _, p := range g.Providers.List() {
+		if !mayReach(p.ID()) {
+			continue
+		}
 		q, ok := p.Quarantined()
 		if !ok {
 			continue

@@ -37,6 +37,14 @@ var errSessionsFull = errors.New("session limit reached")
 // max_sessions_per_identity sessions, every one of them in use.
 var errOwnSessionsBusy = errors.New("every session of this identity is in use")
 
+// sessionGrant is what the request's identity grants ("" without one).
+func sessionGrant(ctx context.Context) string {
+	if id, ok := auth.FromContext(ctx); ok {
+		return id.ViewKey()
+	}
+	return ""
+}
+
 // sessionOwner is who a request's sessions belong to.
 func sessionOwner(ctx context.Context) string {
 	id, ok := auth.FromContext(ctx)
@@ -47,7 +55,12 @@ func sessionOwner(ctx context.Context) string {
 }
 
 type session struct {
-	owner      string
+	owner string
+	// grant is what the owner's identity granted when the session began
+	// (auth.Identity.ViewKey): a reload that changes it ends the session,
+	// so nothing filtered by the old grant (its notifications, say)
+	// outlives it.
+	grant      string
 	lastActive time.Time
 	// busy counts requests and GET streams in flight: a session serving
 	// one is not idle, however long the call takes.
@@ -66,6 +79,9 @@ type sessionTable struct {
 	// release frees what mcp-go holds for an ended session (an internal
 	// DELETE through the streamable server); set once before serving.
 	release func(id string)
+	// refused, when set, records an initialize refused for the limits
+	// (429, 503) in the audit trail; set once before serving.
+	refused func(r *http.Request, f auth.Refusal)
 
 	mu       sync.Mutex
 	byID     map[string]*session
@@ -169,15 +185,16 @@ func (r *reservation) release() {
 	r.useLocked()
 }
 
-// create mints a session for owner, using res's slot when it has one.
-func (t *sessionTable) create(owner string, res *reservation) string {
+// create mints a session for owner with grant, using res's slot when it
+// has one.
+func (t *sessionTable) create(owner, grant string, res *reservation) string {
 	id := rand.Text() // 26 base32 characters: 130 bits from the CSPRNG
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if res != nil && res.t == t {
 		res.useLocked()
 	}
-	t.byID[id] = &session{owner: owner, lastActive: time.Now()}
+	t.byID[id] = &session{owner: owner, grant: grant, lastActive: time.Now()}
 	if !t.sweeping && !t.closed {
 		t.sweeping = true
 		go t.sweep()
@@ -185,13 +202,27 @@ func (t *sessionTable) create(owner string, res *reservation) string {
 	return id
 }
 
-// acquire returns the session id names when owner holds it and it has not
-// expired, marking it busy until done is called.
-func (t *sessionTable) acquire(id, owner string) (s *session, ok bool) {
+// acquire returns the session id names when owner holds it with the same
+// grant and it has not expired, marking it busy until done is called.
+func (t *sessionTable) acquire(id, owner, grant string) (s *session, ok bool) {
 	t.mu.Lock()
 	s = t.byID[id]
 	if s == nil || s.owner != owner {
 		t.mu.Unlock()
+		return nil, false
+	}
+	if s.grant != grant {
+		// The owner's token was changed by a reload: the session, and
+		// what it was told under the old grant, ends here.
+		cancels := t.endLocked(id)
+		t.mu.Unlock()
+		for _, c := range cancels {
+			c()
+		}
+		t.log.Info("session ended: its identity's grants changed")
+		if t.release != nil {
+			t.release(id)
+		}
 		return nil, false
 	}
 	now := time.Now()
@@ -358,6 +389,7 @@ func (t *sessionTable) count() int {
 type sessionManager struct {
 	t     *sessionTable
 	owner string
+	grant string
 	res   *reservation
 }
 
@@ -374,12 +406,13 @@ func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionId
 	m := sessionManager{t: t, owner: anonymousOwner}
 	if r != nil {
 		m.owner = sessionOwner(r.Context())
+		m.grant = sessionGrant(r.Context())
 		m.res, _ = r.Context().Value(reservationKey{}).(*reservation)
 	}
 	return m
 }
 
-func (m sessionManager) Generate() string { return m.t.create(m.owner, m.res) }
+func (m sessionManager) Generate() string { return m.t.create(m.owner, m.grant, m.res) }
 
 // Validate is reached only for sessions the middleware vouched for; it
 // checks again so that nothing reaches mcp-go on a stale id.
@@ -409,6 +442,14 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 		case http.MethodPost:
 			if env.Method == string(mcp.MethodInitialize) {
 				res, err := t.reserve(sessionOwner(r.Context()))
+				if err != nil && t.refused != nil {
+					status := http.StatusServiceUnavailable
+					if errors.Is(err, errOwnSessionsBusy) {
+						status = http.StatusTooManyRequests
+					}
+					id, _ := auth.FromContext(r.Context())
+					t.refused(r, auth.Refusal{Status: status, Identity: id, Reason: "session_limit: " + err.Error()})
+				}
 				if errors.Is(err, errOwnSessionsBusy) {
 					w.Header().Set("Retry-After", "30")
 					http.Error(w, "Too Many Requests: "+err.Error()+" (server.max_sessions_per_identity = "+strconv.Itoa(t.perOwner)+
@@ -435,7 +476,7 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 			http.Error(w, "Bad Request: the "+server.HeaderKeySessionID+" header is required (send initialize first)", http.StatusBadRequest)
 			return
 		}
-		s, ok := t.acquire(id, sessionOwner(r.Context()))
+		s, ok := t.acquire(id, sessionOwner(r.Context()), sessionGrant(r.Context()))
 		if !ok {
 			// The same answer for unknown, expired, ended and someone
 			// else's: never tell a caller that a session exists.

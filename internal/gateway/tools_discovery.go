@@ -87,13 +87,17 @@ func (g *Gateway) discover(ctx context.Context, _ mcp.CallToolRequest) (*mcp.Cal
 	})
 }
 
-func (g *Gateway) discovered(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) discovered(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	d := g.Discovery
 	if d == nil {
 		return discoveryOff()
 	}
+	mayReach := reachable(ctx)
 	pending := []map[string]any{}
 	for _, p := range d.Pending() {
+		if !mayReach(p.Name) {
+			continue
+		}
 		e := map[string]any{
 			"name":          p.Name,
 			"source":        p.Source,
@@ -112,19 +116,23 @@ func (g *Gateway) discovered(context.Context, mcp.CallToolRequest) (*mcp.CallToo
 	return ok(map[string]any{"pending": pending})
 }
 
-func (g *Gateway) quarantine(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) quarantine(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	mayReach := reachable(ctx)
 	d := g.Discovery
 	if d == nil {
 		// Providers are quarantined without discovery too (their tools
 		// or image changed); only a gateway with nothing to show answers
 		// that discovery is off.
-		if list := g.pinQuarantined(); len(list) > 0 {
+		if list := g.pinQuarantined(mayReach); len(list) > 0 {
 			return ok(map[string]any{"quarantined": list})
 		}
 		return discoveryOff()
 	}
 	list := []map[string]any{}
 	for _, q := range d.Quarantined() {
+		if !mayReach(q.Name) {
+			continue
+		}
 		list = append(list, map[string]any{
 			"name":            q.Name,
 			"source":          q.Source,
@@ -132,7 +140,7 @@ func (g *Gateway) quarantine(context.Context, mcp.CallToolRequest) (*mcp.CallToo
 			"quarantine_time": rfc3339(q.QuarantineTime),
 		})
 	}
-	list = append(list, g.pinQuarantined()...)
+	list = append(list, g.pinQuarantined(mayReach)...)
 	return ok(map[string]any{"quarantined": list})
 }
 
@@ -161,16 +169,28 @@ func (g *Gateway) approve(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	return ok(out)
 }
 
-func (g *Gateway) sources(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) sources(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	d := g.Discovery
 	if d == nil {
 		return discoveryOff()
 	}
+	caller := callerOf(ctx)
+	limited := len(caller.Servers) > 0
 	list := []map[string]any{}
 	for _, s := range d.Sources() {
 		var msg any
-		if s.ErrorMessage != "" {
+		if s.ErrorMessage != "" && !limited {
+			// A source's problems name the candidates they are about: a
+			// caller limited to some servers is not told of the others.
 			msg = s.ErrorMessage
+		}
+		if limited {
+			s.ServersCount = 0
+			for _, name := range s.Servers {
+				if caller.MayReach(name) {
+					s.ServersCount++
+				}
+			}
 		}
 		list = append(list, map[string]any{
 			"source_type":       s.SourceType,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -28,14 +30,19 @@ func (g *Gateway) healthTools() []server.ServerTool {
 	}
 }
 
-func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) metrics(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	format := req.GetString("format", "json")
 	if g.Metrics == nil {
 		return fail(errors.New("metrics are not enabled"))
 	}
+	// A caller limited to some servers reads their series only.
+	var keep func(string) bool
+	if caller := callerOf(ctx); len(caller.Servers) > 0 {
+		keep = caller.MayReach
+	}
 	switch format {
 	case "prometheus":
-		text, err := g.Metrics.Text()
+		text, err := g.Metrics.TextFor(keep)
 		if err != nil {
 			return fail(err)
 		}
@@ -44,15 +51,19 @@ func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 	default:
 		return fail(fmt.Errorf("invalid format: %q (want json or prometheus)", format))
 	}
-	sum, err := g.Metrics.Summarize()
+	sum, err := g.Metrics.SummarizeFor(keep)
 	if err != nil {
 		return fail(err)
 	}
+	mayReach := reachable(ctx)
 	// Group members are listed under mcp_servers too: calls through a group
 	// land on them, and their counters are where those calls show.
 	servers := map[string]any{}
 	var calls, errs int64
 	for _, p := range g.Providers.List() {
+		if !mayReach(p.ID()) {
+			continue
+		}
 		s := p.Snapshot()
 		t := sum.Servers[s.ID]
 		if t == nil {
@@ -71,6 +82,9 @@ func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 	}
 	groups := map[string]any{}
 	for _, grp := range g.Groups.List() {
+		if !mayReach(grp.ID()) {
+			continue
+		}
 		st := grp.Status()
 		groups[st.ID] = map[string]any{
 			"state": st.State, "strategy": st.Strategy,
@@ -105,10 +119,34 @@ func (g *Gateway) metrics(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 	})
 }
 
-func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// scopedMetrics serves /metrics with all's answer, but to a caller limited
+// to some servers only their series: the text hangar_metrics' prometheus
+// format gives it.
+func (g *Gateway) scopedMetrics(all http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller := callerOf(r.Context())
+		if len(caller.Servers) == 0 || g.Metrics == nil {
+			all.ServeHTTP(w, r)
+			return
+		}
+		text, err := g.Metrics.TextFor(caller.MayReach)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = io.WriteString(w, text)
+	})
+}
+
+func (g *Gateway) health(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	byState := map[string]int{"cold": 0, "ready": 0, "degraded": 0, "dead": 0}
 	total := 0
+	mayReach := reachable(ctx)
 	for _, p := range g.topLevel() {
+		if !mayReach(p.ID()) {
+			continue
+		}
 		byState[string(p.State())]++
 		total++
 	}
@@ -119,6 +157,9 @@ func (g *Gateway) health(context.Context, mcp.CallToolRequest) (*mcp.CallToolRes
 	groupsByState := map[string]int{string(group.Cold): 0, string(group.Healthy): 0, string(group.Degraded): 0, string(group.Unavailable): 0}
 	groupTotal, members, healthyMembers := 0, 0, 0
 	for _, grp := range g.Groups.List() {
+		if !mayReach(grp.ID()) {
+			continue
+		}
 		st := grp.Status()
 		groupsByState[string(st.State)]++
 		groupTotal++

@@ -111,6 +111,10 @@ func (s *Service) installOne(ctx context.Context, who auth.Identity, name string
 	}
 	if err := mayReach(who, name); err != nil {
 		out.Diagnostics.add(LevelError, CodeNameTaken, field, "%s", err.Error())
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			s.auditRefusal(ctx, who, name, MethodInstall, ae)
+		}
 		return out
 	}
 	if srv, ok := s.Catalog.Server(name); ok && srv.Source != SourceInstalled {

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // Method names of seed 003.
@@ -118,9 +120,38 @@ func (s *Service) Call(ctx context.Context, method string, params json.RawMessag
 		return nil, &RPCError{Code: CodeMethodNotFound, Message: "method not found: " + method}
 	}
 	if err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			s.auditRefusal(ctx, identityOf(ctx), targetOf(params), method, ae)
+		}
 		return nil, rpcError(err)
 	}
 	return res, nil
+}
+
+// targetOf is the server a management request names ("" for none).
+func targetOf(params json.RawMessage) string {
+	var p struct {
+		Name     string `json:"name"`
+		ServerID string `json:"server_id"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.ServerID
+}
+
+// auditRefusal records a management request refused for a scope or a
+// server outside the caller's filter: allowed=false, the reason seed
+// 004's message (which names the scope or server asked for, never whether
+// it exists).
+func (s *Service) auditRefusal(ctx context.Context, who auth.Identity, server, action string, e *auth.Error) {
+	entry := store.AuditEntry{At: time.Now().UTC(), Server: server, Identity: who.Name, Action: action, Allowed: false,
+		Reason: "forbidden: " + e.Message, Outcome: "denied"}
+	if err := s.Store.AppendAudit(ctx, entry); err != nil {
+		s.Log.Warn("audit not written", "mcp_server", server, "action", action, "error", err)
+	}
 }
 
 // maxRequestBytes bounds a management request (config_json included).

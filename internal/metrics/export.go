@@ -10,10 +10,14 @@ import (
 
 // Text renders the registry in the Prometheus text exposition format, the
 // same bytes /metrics serves.
-func (m *Metrics) Text() (string, error) {
-	families, err := m.Registry.Gather()
+func (m *Metrics) Text() (string, error) { return m.TextFor(nil) }
+
+// TextFor is Text with only the series of the servers keep accepts (every
+// series without an mcp_server label stays); nil keeps all.
+func (m *Metrics) TextFor(keep func(server string) bool) (string, error) {
+	families, err := m.gather(keep)
 	if err != nil {
-		return "", fmt.Errorf("gather metrics: %w", err)
+		return "", err
 	}
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
@@ -56,10 +60,14 @@ type Summary struct {
 }
 
 // Summarize reads the registry back into per-server and per-tool totals.
-func (m *Metrics) Summarize() (*Summary, error) {
-	families, err := m.Registry.Gather()
+func (m *Metrics) Summarize() (*Summary, error) { return m.SummarizeFor(nil) }
+
+// SummarizeFor is Summarize over the series of the servers keep accepts
+// (and those of no server); nil keeps all.
+func (m *Metrics) SummarizeFor(keep func(server string) bool) (*Summary, error) {
+	families, err := m.gather(keep)
 	if err != nil {
-		return nil, fmt.Errorf("gather metrics: %w", err)
+		return nil, err
 	}
 	s := &Summary{
 		Servers: map[string]*ServerTotals{}, Tools: map[string]*ToolTotals{},
@@ -121,6 +129,35 @@ func (m *Metrics) Summarize() (*Summary, error) {
 		}
 	}
 	return s, nil
+}
+
+// gather reads the registry, dropping the series of servers keep refuses:
+// a caller limited to some servers reads nothing of the others, not even
+// that they exist.
+func (m *Metrics) gather(keep func(server string) bool) ([]*dto.MetricFamily, error) {
+	families, err := m.Registry.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather metrics: %w", err)
+	}
+	if keep == nil {
+		return families, nil
+	}
+	out := families[:0]
+	for _, f := range families {
+		ms := f.Metric[:0]
+		for _, mt := range f.GetMetric() {
+			if srv, ok := labels(mt)[lServer]; ok && !keep(srv) {
+				continue
+			}
+			ms = append(ms, mt)
+		}
+		if len(ms) == 0 && len(f.GetMetric()) > 0 {
+			continue
+		}
+		f.Metric = ms
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 func labels(m *dto.Metric) map[string]string {

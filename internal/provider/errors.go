@@ -23,6 +23,7 @@ const (
 	KindTimeout        = "call_timeout"
 	KindCallFailed     = "call_failed" // protocol or transport error on a call
 	KindToolError      = "tool_error"  // the tool itself reported an error
+	KindForbidden      = "forbidden"   // outside the caller's scopes or servers (auth.Error)
 )
 
 // Error is a provider error with a wire kind.
@@ -48,11 +49,17 @@ func Errorf(kind, id, format string, a ...any) *Error {
 	return &Error{Kind: kind, ID: id, Detail: fmt.Sprintf(format, a...)}
 }
 
-// KindOf returns the wire kind of err, or KindCallFailed.
+// KindOf returns the wire kind of err, or KindCallFailed. An error of
+// another package says its kind with an ErrorKind method (auth's
+// refusals: forbidden).
 func KindOf(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
+	}
+	var k interface{ ErrorKind() string }
+	if errors.As(err, &k) {
+		return k.ErrorKind()
 	}
 	return KindCallFailed
 }

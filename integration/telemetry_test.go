@@ -262,11 +262,16 @@ func TestTelemetryTraces(t *testing.T) {
 	}
 	webPort := startTestkitHTTP(t, bin)
 	const token = "telemetry-test-token"
+	// The scraper's token reaches every server: /metrics in full, in
+	// OpenMetrics when asked (a servers-limited token gets its servers'
+	// series as text).
+	const scraper = "telemetry-test-scraper"
 	var logs syncBuffer
 	path := writeConfig(t, fmt.Sprintf(`
 auth:
   tokens:
     - {name: agent, token_sha256: "%s", scopes: [hangar:read, hangar:call], servers: [tk, meta, web]}
+    - {name: prometheus, token_sha256: "%s", scopes: [hangar:read]}
 front_door: {prefetch: true}
 telemetry:
   otlp: {endpoint: %q}
@@ -285,7 +290,7 @@ mcp_servers:
   other:
     mode: subprocess
     command: [%q]
-`, auth.HashHex(token), recv.URL, bin, webPort, bin))
+`, auth.HashHex(token), auth.HashHex(scraper), recv.URL, bin, webPort, bin))
 	g := startGatewayFile(t, path, app.Options{Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	headers := map[string]string{"Authorization": "Bearer " + token}
 	dial := func(t *testing.T, opts ...mcpclient.ClientOption) *mcpclient.Client {
@@ -565,11 +570,17 @@ mcp_servers:
 			case <-time.After(time.Second):
 			}
 		}
-		text := scrape(t, g.URL+"/metrics", token, "application/openmetrics-text; version=1.0.0")
+		text := scrape(t, g.URL+"/metrics", scraper, "application/openmetrics-text; version=1.0.0")
 		if !regexp.MustCompile(`mcp_server_operation_duration_seconds_bucket\{[^}]*\} \d+ # \{trace_id="[0-9a-f]{32}"\}`).MatchString(text) {
-			t.Error("no exemplar with a trace id on mcp_server_operation_duration_seconds")
+			var lines []string
+			for _, l := range strings.Split(text, "\n") {
+				if strings.HasPrefix(l, "mcp_server_operation_duration_seconds_bucket") {
+					lines = append(lines, l)
+				}
+			}
+			t.Errorf("no exemplar with a trace id on mcp_server_operation_duration_seconds:\n%s", strings.Join(lines, "\n"))
 		}
-		checkDashboard(t, scrape(t, g.URL+"/metrics", token, ""))
+		checkDashboard(t, scrape(t, g.URL+"/metrics", scraper, ""))
 	})
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"regexp"
 	"strings"
 	"sync"
 
@@ -98,7 +99,8 @@ func (o *mcpOps) forget(id string) {
 // Refusal outcomes and pull outcomes every gateway shows from the start
 // (at 0), so a dashboard's queries find their series before the first one.
 var (
-	refusalKinds = []string{provider.KindToolNotAllowed, provider.KindUnknownServer, provider.KindUnknownGroup, provider.KindQuarantined}
+	refusalKinds = []string{"forbidden", "unauthenticated", "rate_limited",
+		provider.KindToolNotAllowed, provider.KindUnknownServer, provider.KindUnknownGroup, provider.KindQuarantined}
 	pullOutcomes = []string{"success", "failure"}
 )
 
@@ -122,6 +124,9 @@ func newPulls() *prometheus.CounterVec {
 	return v
 }
 
+// kindRe is what a refusal kind looks like (tool_not_allowed).
+var kindRe = regexp.MustCompile(`^[a-z][a-z_]{0,39}$`)
+
 // Refused counts a refusal; reason is the audit entry's ("kind: why"),
 // of which the kind alone is the label. A nil *Metrics counts nothing.
 func (m *Metrics) Refused(reason string) {
@@ -129,6 +134,11 @@ func (m *Metrics) Refused(reason string) {
 		return
 	}
 	kind, _, _ := strings.Cut(reason, ":")
+	if !kindRe.MatchString(kind) {
+		// A reason that is not a kind ("why" text) must not become a
+		// series of its own.
+		kind = "other"
+	}
 	m.refusals.WithLabelValues(kind).Inc()
 }
 

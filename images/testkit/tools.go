@@ -47,6 +47,27 @@ func registerTools(s *server.MCPServer) {
 		return mcp.NewToolResultText(text), nil
 	})
 
+	s.AddTool(mcp.NewTool("echo_meta",
+		mcp.WithDescription("Return the _meta of this request and its traceparent header (over HTTP) as JSON"),
+	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		out := map[string]any{"meta": map[string]any{}, "traceparent_header": req.Header.Get("traceparent")}
+		if m := req.Params.Meta; m != nil {
+			meta := map[string]any{}
+			for k, v := range m.AdditionalFields {
+				meta[k] = v
+			}
+			if m.ProgressToken != nil {
+				meta["progressToken"] = m.ProgressToken
+			}
+			out["meta"] = meta
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewToolResultText(string(b)), nil
+	})
+
 	s.AddTool(mcp.NewTool("sleep",
 		mcp.WithDescription("Sleep for the given number of milliseconds"),
 		mcp.WithNumber("ms", mcp.Required(), mcp.Min(0), mcp.Description("Milliseconds to sleep")),

@@ -37,6 +37,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
 	"github.com/mcp-hangar/hangar/internal/store"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Options are the command-line level settings.
@@ -78,6 +79,8 @@ type App struct {
 	Runtime   *dockerrt.Runtime
 	Engine    *dockerrt.EngineState
 	Metrics   *metrics.Metrics
+	// Telemetry exports traces and MCP metrics over OTLP; nil when off.
+	Telemetry *telemetry.Telemetry
 	Log       *slog.Logger
 	// Store is the durable state in DataDir, open from New to Close.
 	Store   store.Store
@@ -200,6 +203,12 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	rcancel()
 
 	a.Metrics = metrics.New()
+	if a.Telemetry, err = telemetry.New(ctx, telemetry.Options{Config: cfg.Telemetry, Version: gateway.Version,
+		Instance: a.Instance, Recorder: a.Metrics}); err != nil {
+		_ = cli.Close()
+		_ = a.Store.Close()
+		return nil, err
+	}
 	a.selfNets = a.self.Networks
 	a.Images = &backend.ImageGate{
 		Engine:   dockerrt.NewImages(cli, cfg.Images.AllowedRegistries, log.With("component", "images")),
@@ -230,9 +239,12 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		ToolGate:    pin.New(pins),
 		Images:      a.Images,
 		Quarantines: quarantines,
+		Telemetry:   a.Telemetry,
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	a.Gateway.Telemetry = a.Telemetry
+	a.Images.Engine.Puller().Pulled = a.Metrics.ImagePulled
 	if a.DataDir != "" {
 		// Big continuations wait on disk, not in the gateway's memory.
 		if err := a.Gateway.Cache.SetDir(filepath.Join(a.DataDir, "continuations")); err != nil {
@@ -457,7 +469,9 @@ func (a *App) reapEgress(ctx context.Context) {
 // requests are refused, requests in flight get drainTimeout to finish.
 func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOptions, drainTimeout time.Duration) error {
 	if o.Metrics == nil {
-		o.Metrics = promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{})
+		// OpenMetrics, when the scraper asks for it, carries the MCP
+		// histograms' exemplars (trace ids).
+		o.Metrics = promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	}
 	if o.Auth == nil {
 		h, err := a.AuthHTTP(ln.Addr())
@@ -519,6 +533,10 @@ func (a *App) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
 	a.Images.Engine.Puller().Close()
+	// Spans and metrics of the shutdown above are flushed.
+	if terr := a.Telemetry.Shutdown(ctx); terr != nil {
+		a.Log.Warn("telemetry not flushed", "error", terr)
+	}
 	// Last: once the lease is gone another gateway may take the name.
 	if lerr := a.releaseLease(ctx); lerr != nil && err == nil {
 		err = lerr

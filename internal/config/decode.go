@@ -73,6 +73,7 @@ func (d *decoder) decode(raw map[string]any) *Config {
 	d.egressProxy(root.sub("egress_proxy"), &cfg.EgressProxy)
 	d.toolAccess(root, cfg)
 	d.store(root.sub("store"), &cfg.Store)
+	d.telemetry(root.sub("telemetry"), &cfg.Telemetry)
 
 	if root.str("data_dir", &cfg.DataDir) {
 		if msg := checkDataDir(cfg.DataDir); msg != "" {

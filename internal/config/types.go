@@ -82,6 +82,8 @@ type Config struct {
 	Store Store
 	// EgressProxy is how servers with egress get their proxies.
 	EgressProxy EgressProxy
+	// Telemetry exports OpenTelemetry traces and metrics; off by default.
+	Telemetry Telemetry
 }
 
 // Server is one configured MCP server (provider) or group.

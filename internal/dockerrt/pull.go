@@ -12,6 +12,8 @@ import (
 
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // PullAPI is the part of the engine client pulls use.
@@ -47,6 +49,9 @@ func (p Progress) Percent() float64 {
 type Puller struct {
 	api PullAPI
 	log *slog.Logger
+	// Pulled, when set before the first pull, is told of every pull's end
+	// (metrics).
+	Pulled func(err error)
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -84,7 +89,9 @@ type PullRequest struct {
 
 // Pull pulls req.Ref and returns when the image is there, the pull failed,
 // or ctx ended. It joins a pull of the same reference already running.
-func (p *Puller) Pull(ctx context.Context, req PullRequest) error {
+func (p *Puller) Pull(ctx context.Context, req PullRequest) (err error) {
+	ctx, end := telemetry.Step(ctx, telemetry.StepImagePull, telemetry.AttrImage.String(req.Ref))
+	defer func() { end(err) }()
 	p.mu.Lock()
 	f, joined := p.flights[req.Ref]
 	if !joined {
@@ -170,6 +177,9 @@ func (p *Puller) run(ctx context.Context, f *flight, auth string) {
 	began := time.Now()
 	p.log.Info("pulling image", "image", f.ref)
 	err := p.pull(ctx, f, auth)
+	if p.Pulled != nil {
+		p.Pulled(err)
+	}
 	p.mu.Lock()
 	f.err = err
 	if p.flights[f.ref] == f {

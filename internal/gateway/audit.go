@@ -71,6 +71,7 @@ func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
 	level := slog.LevelInfo
 	if !e.Allowed {
 		level = slog.LevelWarn
+		g.Metrics.Refused(e.Reason)
 	}
 	g.logFrom(ctx).LogAttrs(ctx, level, "audit",
 		slog.String(FieldIdentity, e.Identity),

@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Version is the gateway's version as it introduces itself.
@@ -93,6 +94,8 @@ type Gateway struct {
 	// RateLimiter holds the HTTP endpoint's per-client buckets;
 	// hangar_health reports them.
 	RateLimiter *auth.Limiter
+	// Telemetry makes spans and MCP metrics (tracing.go); nil is off.
+	Telemetry *telemetry.Telemetry
 	// OnConfig, when set, is told of every configuration put in force by a
 	// reload (app uses it to apply auth changes to the HTTP endpoint).
 	OnConfig func(*config.Config)
@@ -230,13 +233,13 @@ func (g *Gateway) callServer(ctx context.Context, action, server, tool string, a
 		return nil, err
 	}
 	if grp, ok := g.Groups.Get(server); ok {
-		return grp.Call(ctx, tool, args)
+		return grp.Call(traceTarget(ctx, action, server, true), tool, args)
 	}
 	p, ok := g.Providers.Get(server)
 	if !ok {
 		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
 	}
-	return p.Call(ctx, tool, args)
+	return p.Call(traceTarget(ctx, action, server, false), tool, args)
 }
 
 // relays reports whether tool passes provider requests on to its caller:
@@ -306,6 +309,7 @@ func (g *Gateway) toolChain() toolChain {
 		},
 		visible: []func(context.Context, mcp.Tool) bool{mayCall},
 	}
+	c.middlewares = g.tracedChain(c.middlewares)
 	if g.FrontDoor != nil {
 		c.visible = append(c.visible, g.FrontDoor.visible)
 	}
@@ -413,7 +417,7 @@ func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
 func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := newID()
-		log := withLazy(g.Log, FieldCorrelationID, id, FieldTool, req.Params.Name)
+		log := telemetry.BindLog(ctx, withLazy(g.Log, FieldCorrelationID, id, FieldTool, req.Params.Name))
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Benchmarks of the warm call path through the real HTTP handler (auth
@@ -40,6 +41,12 @@ import (
 
 func benchGateway(b *testing.B) (*gateway.Gateway, http.Handler) {
 	b.Helper()
+	return benchGatewayWith(b, nil)
+}
+
+// benchGatewayWith is benchGateway with tel as its telemetry (nil: off).
+func benchGatewayWith(b *testing.B, tel func(*metrics.Metrics) *telemetry.Telemetry) (*gateway.Gateway, http.Handler) {
+	b.Helper()
 	cfg := config.Default()
 	cfg.Servers["math"] = server("math")
 	// As deployed: JSON logs at INFO (slog's JSON handler formats With
@@ -48,8 +55,13 @@ func benchGateway(b *testing.B) (*gateway.Gateway, http.Handler) {
 	// batched writer.
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	m := metrics.New()
-	mgr := provider.NewManager(newFakeLauncher(), provider.Options{Log: log, Events: m})
+	var t *telemetry.Telemetry
+	if tel != nil {
+		t = tel(m)
+	}
+	mgr := provider.NewManager(newFakeLauncher(), provider.Options{Log: log, Events: m, Telemetry: t})
 	g := gateway.New(cfg, mgr, nil, m, log)
+	g.Telemetry = t
 	st, err := store.Open(filepath.Join(b.TempDir(), "hangar.db"), store.Options{Log: log})
 	if err != nil {
 		b.Fatal(err)

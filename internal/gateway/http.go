@@ -109,7 +109,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	// Order: authentication before the body is read; the envelope check
 	// (413, -32600) reads it once; the scope guard refuses before any
 	// session is looked up or created; then sessions, then mcp-go.
-	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler)))))
+	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler))))))
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

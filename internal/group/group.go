@@ -28,6 +28,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/retry"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // KindCircuitOpen is the wire kind of a call refused by a group's open
@@ -204,6 +205,7 @@ func (g *Group) Call(ctx context.Context, tool string, args any) (*mcp.CallToolR
 			g.mu.Unlock()
 			if next != nil {
 				g.log.Debug("failing over", "from", m.p.ID(), "to", next.p.ID(), "error", err)
+				telemetry.Event(ctx, telemetry.EventRetry, telemetry.AttrMember.String(next.p.ID()))
 				res, err = g.callMember(ctx, next, tool, args)
 			}
 		}

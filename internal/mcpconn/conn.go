@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Handshake preferences (same values as config.Protocol*).
@@ -60,7 +63,7 @@ func Stdio(stdout io.Reader, stdin io.WriteCloser) transport.Interface {
 
 // HTTP returns a streamable HTTP transport to url.
 func HTTP(url string, headers map[string]string, hc *http.Client) (transport.Interface, error) {
-	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers)}
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(telemetry.Headers)}
 	if hc != nil {
 		opts = append(opts, transport.WithHTTPBasicClient(hc))
 	}
@@ -73,7 +76,7 @@ func HTTP(url string, headers map[string]string, hc *http.Client) (transport.Int
 
 // SSE returns an SSE transport to url.
 func SSE(url string, headers map[string]string, hc *http.Client) (transport.Interface, error) {
-	opts := []transport.ClientOption{transport.WithHeaders(headers)}
+	opts := []transport.ClientOption{transport.WithHeaders(headers), transport.WithHeaderFunc(telemetry.Headers)}
 	if hc != nil {
 		opts = append(opts, transport.WithHTTPClient(hc))
 	}
@@ -225,6 +228,7 @@ func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallTo
 	o := callOptions(ctx)
 	if o == nil {
 		defer c.relay.add(nil)()
+		injectTrace(ctx, &req)
 		res, err := c.c.CallTool(ctx, req)
 		if err == nil && len(spilled) > 0 {
 			restoreSpilled(res, spilled)
@@ -233,6 +237,7 @@ func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallTo
 	}
 	ctx, settle, done := c.prepare(ctx, &req, o)
 	defer done()
+	injectTrace(ctx, &req)
 	res, err := c.c.CallTool(ctx, req)
 	if err == nil {
 		settle()
@@ -266,4 +271,28 @@ func (c *Conn) Close() error {
 		// A transport stuck on a dead peer must not hold up shutdown.
 		return errors.New("close: timed out")
 	}
+}
+
+// injectTrace puts the trace context of the call's CLIENT span in the
+// request's _meta (SEP-414), over any the caller's _meta carried: a
+// provider that traces joins the gateway's trace under that span.
+func injectTrace(ctx context.Context, req *mcp.CallToolRequest) {
+	req.Params.Meta = traceMeta(ctx, req.Params.Meta)
+}
+
+// traceMeta is meta with the trace context of ctx's span put in (meta
+// itself when ctx has none).
+func traceMeta(ctx context.Context, meta *mcp.Meta) *mcp.Meta {
+	fields := telemetry.MetaFields(ctx)
+	if fields == nil {
+		return meta
+	}
+	if meta == nil {
+		meta = &mcp.Meta{}
+	}
+	if meta.AdditionalFields == nil {
+		meta.AdditionalFields = make(map[string]any, len(fields))
+	}
+	maps.Copy(meta.AdditionalFields, fields)
+	return meta
 }

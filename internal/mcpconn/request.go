@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // What the front door forwards besides tools: the provider's resources,
@@ -96,9 +98,14 @@ func (c *Conn) ReadResource(ctx context.Context, uri string) (json.RawMessage, e
 	var raw json.RawMessage
 	req := mcp.ReadResourceRequest{}
 	req.Params.URI = uri
-	if _, err := c.c.ReadResource(withRawSink(ctx, &raw), req); err != nil && len(raw) == 0 {
+	ctx, op := telemetry.StartRequest(ctx, string(mcp.MethodResourcesRead), "", uri)
+	req.Params.Meta = traceMeta(ctx, req.Params.Meta)
+	_, err := c.c.ReadResource(withRawSink(ctx, &raw), req)
+	if err != nil && len(raw) == 0 {
+		op.EndRequest(err)
 		return nil, err
 	}
+	op.EndRequest(nil)
 	return raw, nil
 }
 
@@ -108,9 +115,14 @@ func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]strin
 	req := mcp.GetPromptRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
-	if _, err := c.c.GetPrompt(withRawSink(ctx, &raw), req); err != nil && len(raw) == 0 {
+	ctx, op := telemetry.StartRequest(ctx, string(mcp.MethodPromptsGet), name, "")
+	req.Params.Meta = traceMeta(ctx, req.Params.Meta)
+	_, err := c.c.GetPrompt(withRawSink(ctx, &raw), req)
+	if err != nil && len(raw) == 0 {
+		op.EndRequest(err)
 		return nil, err
 	}
+	op.EndRequest(nil)
 	return raw, nil
 }
 

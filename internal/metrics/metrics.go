@@ -41,6 +41,9 @@ type Metrics struct {
 	inflight       *inflightCollector
 	discovery      *prometheus.CounterVec
 	discoveryDur   prometheus.Histogram
+	mcp            *mcpOps
+	refusals       *prometheus.CounterVec
+	pulls          *prometheus.CounterVec
 
 	// series caches the children CallDone records into, per server, tool
 	// and outcome: WithLabelValues hashes the labels and takes the vector's
@@ -99,7 +102,11 @@ func New() *Metrics {
 			Name: "hangar_discovery_scan_duration_seconds", Help: "Duration of discovery scans.",
 			Buckets: prometheus.DefBuckets,
 		}),
+		mcp:      newMCPOps(),
+		refusals: newRefusals(),
+		pulls:    newPulls(),
 	}
+	m.Registry.MustRegister(m.mcp.server, m.mcp.client, m.refusals, m.pulls)
 	m.Registry.MustRegister(m.calls, m.callDuration, m.state, m.coldStarts, m.coldStartDur,
 		m.containerExits, m.ooms, m.healthChecks, m.inflight, m.discovery, m.discoveryDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -169,6 +176,7 @@ func (m *Metrics) HealthChecked(id string, err error) {
 func (m *Metrics) Removed(id string) {
 	m.seriesMu.Lock()
 	defer m.seriesMu.Unlock()
+	m.mcp.forget(id)
 	m.series.Range(func(k, _ any) bool {
 		if k.(callKey).id == id {
 			m.series.Delete(k)

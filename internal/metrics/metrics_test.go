@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +77,58 @@ func BenchmarkCallDone(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.CallDone("math", "add", "success", time.Millisecond)
+	}
+}
+
+func TestRefusalsAndPulls(t *testing.T) {
+	t.Parallel()
+	m := New()
+	m.Refused("forbidden: Token missing required scope: server:x")
+	m.Refused("tool_not_allowed: blocked by the tool access policy")
+	m.Refused("Something Else entirely")
+	m.ImagePulled(nil)
+	m.ImagePulled(errors.New("no"))
+	m.ImagePulled(errors.New("no"))
+	var nilM *Metrics
+	nilM.Refused("forbidden") // a gateway without metrics counts nothing
+	text, err := m.Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`hangar_refusals_total{reason="forbidden"} 1`,
+		`hangar_refusals_total{reason="tool_not_allowed"} 1`,
+		`hangar_refusals_total{reason="other"} 1`,
+		`hangar_refusals_total{reason="rate_limited"} 0`,
+		`hangar_image_pulls_total{outcome="success"} 1`,
+		`hangar_image_pulls_total{outcome="failure"} 2`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+}
+
+func TestMCPOperations(t *testing.T) {
+	t.Parallel()
+	m := New()
+	m.ServerOperation("tools/call", "", 0.003, "4bf92f3577b34da6a3ce929d0e0e4736")
+	m.ServerOperation("tools/call", "-32003", 0.001, "")
+	m.ClientOperation("math", "tools/call", "tool_error", 0.002, "4bf92f3577b34da6a3ce929d0e0e4736")
+	m.Removed("math")
+	text, err := m.Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`mcp_server_operation_duration_seconds_count{error_type="",mcp_method_name="tools/call"} 1`,
+		`mcp_server_operation_duration_seconds_count{error_type="-32003",mcp_method_name="tools/call"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(text, `mcp_client_operation_duration_seconds_count{`) {
+		t.Error("a removed server's client series remain")
 	}
 }

@@ -52,7 +52,7 @@ func (p *Provider) UseExtras(ctx context.Context, f func(context.Context, Extras
 	if !ok {
 		return ErrNoExtras
 	}
-	return f(ctx, x)
+	return f(p.withClient(ctx), x)
 }
 
 // ExtrasIfRunning runs f on the running backend and never starts one: it

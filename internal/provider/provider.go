@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/redact"
 	"github.com/mcp-hangar/hangar/internal/retry"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Backend is a running provider (a container, a process, a remote session)
@@ -111,6 +112,8 @@ type Options struct {
 	// Quarantines keeps quarantines across restarts; nil keeps them in
 	// memory only.
 	Quarantines QuarantineStore
+	// Telemetry makes a CLIENT span per call (tracing.go); nil is off.
+	Telemetry *telemetry.Telemetry
 }
 
 // Provider is one configured MCP server.
@@ -307,7 +310,7 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 		p.abandon = abandon
 		p.setState(Initializing)
 		p.mu.Unlock()
-		go p.start(ch, prepCtx, abandon)
+		go p.startTraced(ch, prepCtx, abandon)
 		p.mu.Lock()
 		attempted = true
 	}
@@ -562,13 +565,16 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 	if err := p.quarantineErr(); err != nil {
 		return nil, err
 	}
+	queued := p.queueWaitFrom(ctx)
 	release, err := p.acquire(ctx)
+	telemetry.StepSince(ctx, telemetry.StepQueueWait, queued, err)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 
 	began := p.opts.Now()
+	cold := p.coldNow()
 	inst, err := p.Ensure(ctx, false, true)
 	if err == nil {
 		// The start this call caused may have just quarantined the
@@ -587,6 +593,7 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 	if p.spec.CallTimeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, p.spec.CallTimeout)
 	}
+	cctx, op := p.startClient(cctx, tool, cold)
 	res, err := inst.b.CallTool(cctx, tool, args)
 	if err != nil {
 		err = p.classify(cctx, inst, err)
@@ -611,6 +618,7 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 	case res != nil && res.IsError:
 		outcome = KindToolError
 	}
+	endClient(op, outcome)
 	p.opts.Events.CallDone(p.id, tool, outcome, now.Sub(began))
 	return res, err
 }

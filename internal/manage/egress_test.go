@@ -2,11 +2,11 @@ package manage
 
 import (
 	"encoding/json"
-	"github.com/mcp-hangar/hangar/internal/hostaccess"
 	"slices"
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/hostaccess"
 )
 
 // TestMapEgress: an installed entry may ask for egress hosts, and gets

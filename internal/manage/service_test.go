@@ -364,8 +364,14 @@ func TestDetails(t *testing.T) {
 	if health["state"] != "ready" || health["catalog_version"] != cat["catalog_version"] {
 		t.Errorf("health = %v", health)
 	}
-	if v, ok := health["next_retry_at"]; !ok || v != nil {
-		t.Errorf("health.next_retry_at = %v (present %v), want null while running", v, ok)
+	// Seed 003's facts are all present; the unknown ones are null.
+	for k, want := range map[string]any{"next_retry_at": nil, "status_reason": nil, "last_error": nil, "retry_attempt": 0.0} {
+		if v, ok := health[k]; !ok || v != want {
+			t.Errorf("health.%s = %v (present %v), want %v while running", k, v, ok, want)
+		}
+	}
+	if _, ok := health["stderr_tail"]; !ok {
+		t.Error("health.stderr_tail missing")
 	}
 	audit := r.Result["audit"].([]any)
 	if len(audit) == 0 || audit[0].(map[string]any)["action"] != "mcp/install" {

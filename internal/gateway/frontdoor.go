@@ -338,7 +338,7 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bo
 		if known && cur.Image == img && slices.EqualFunc(cur.Tools, sv.Tools, sameTool) {
 			return cur, true // unchanged: no need to hash it again
 		}
-		v := catalogVersion(sv.Tools)
+		v := mcpconn.CatalogVersion(sv.Tools)
 		if known && cur.Version == v && cur.Image == img {
 			return cur, true
 		}

@@ -2,15 +2,13 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"sort"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -32,15 +30,6 @@ type toolCatalog struct {
 type storedCatalog struct {
 	Tools  []mcpconn.Tool `json:"tools"`
 	Extras *extras        `json:"extras,omitempty"`
-}
-
-// catalogVersion hashes a catalog; the same tools give the same version.
-func catalogVersion(tools []mcpconn.Tool) string {
-	sorted := append([]mcpconn.Tool(nil), tools...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	b, _ := json.Marshal(sorted)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
 }
 
 // imageOf is what a catalog is tied to: a container's image, or the
@@ -101,4 +90,17 @@ func saveCatalog(ctx context.Context, st store.Catalogs, server string, c toolCa
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	return st.PutCatalog(ctx, store.CachedCatalog{Server: server, Version: c.Version, ImageDigest: c.Image, Catalog: b, UpdatedAt: time.Now()})
+}
+
+// CatalogSaver writes stored catalogs where no front door runs (egress
+// mode), the same row the front door would write: same version, same
+// image. With a front door, the front door alone writes them.
+func CatalogSaver(st store.Catalogs, providers *provider.Manager) func(ctx context.Context, server string, tools []mcpconn.Tool) error {
+	return func(ctx context.Context, server string, tools []mcpconn.Tool) error {
+		var spec *config.Server
+		if p, ok := providers.Get(server); ok {
+			spec = p.Spec()
+		}
+		return saveCatalog(ctx, st, server, toolCatalog{Version: mcpconn.CatalogVersion(tools), Image: imageOf(spec), Tools: tools}, nil)
+	}
 }

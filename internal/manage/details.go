@@ -2,8 +2,6 @@ package manage
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -125,7 +123,7 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 		}
 	}
 	res := &DetailsResult{SnapshotVersion: v, Server: it, Audit: []AuditView{}, RecentBindings: []Binding{}}
-	res.Catalog = CatalogView{CatalogVersion: catalogVersion(tools), Tools: []ToolView{}, Resources: []any{},
+	res.Catalog = CatalogView{CatalogVersion: mcpconn.CatalogVersion(tools), Tools: []ToolView{}, Resources: []any{},
 		ResourceTemplates: []any{}, Prompts: []any{}}
 	if s.Extras != nil {
 		r, t, p := s.Extras(id)
@@ -161,12 +159,6 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 		}
 	}
 	return res, nil
-}
-
-// catalogVersion hashes a catalog: it changes exactly when the catalog does.
-func catalogVersion(tools []mcpconn.Tool) string {
-	sum := sha256.Sum256(encodeCatalog(tools))
-	return hex.EncodeToString(sum[:8])
 }
 
 // schemaSummary condenses an input schema to its property names, types

@@ -683,3 +683,45 @@ func TestListAndDetailsCountExtras(t *testing.T) {
 		t.Errorf("catalog in %s", d.Raw)
 	}
 }
+
+// The front door alone keeps a server's stored catalog (with the image it
+// came from); this service shows the same catalog_version and writes no
+// row of its own. A restart lists the tools from that row without starting
+// the server.
+func TestStoredCatalogHasOneOwner(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := manage.NewMemStore()
+	h := newHarness(t, harnessOpts{store: st})
+	h.Gateway.FrontDoor.Catalogs = st
+	ev := h.subscribe("")
+	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+		t.Fatal(err)
+	}
+	changed := ev.next(t, manage.MethodCatalogChanged)["params"].(map[string]any)
+	h.Gateway.FrontDoor.Refresh(ctx)
+	listed := h.Gateway.FrontDoor.Details("svc")["catalog_version"]
+	row, err := st.Catalog(ctx, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ImageDigest == "" || row.Version != listed || changed["catalog_version"] != listed {
+		t.Errorf("stored row (version %q, image %q), catalog_changed %v, front door %v: want one version and the image",
+			row.Version, row.ImageDigest, changed["catalog_version"], listed)
+	}
+	details := h.rpc(manage.MethodDetails, map[string]any{"server_id": "svc"}).Result
+	if v := details["catalog"].(map[string]any)["catalog_version"]; v != listed {
+		t.Errorf("details catalog_version %v, front door %v", v, listed)
+	}
+
+	h2 := newHarness(t, harnessOpts{store: st})
+	h2.Gateway.FrontDoor.Catalogs = st
+	h2.Gateway.FrontDoor.Refresh(ctx)
+	if b := h2.Gateway.FrontDoor.Bindings("svc", 0); len(b) != 1 || b[0].Callable != "svc__add" || b[0].CatalogVersion != listed {
+		t.Errorf("after a restart the front door binds %+v, want svc__add from the stored catalog %v", b, listed)
+	}
+	if n := len(h2.Launcher.launches("svc")); n != 0 {
+		t.Errorf("the restart started svc %d times to list it", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -45,6 +46,19 @@ func imageOf(s *config.Server) string {
 	}
 	b, _ := json.Marshal(s.Command)
 	return string(b)
+}
+
+// catalogImage is what sv's catalog is tied to: its image, or for a
+// group its members' images (any member's catalog is the group's).
+func catalogImage(sv Servable) string {
+	if !sv.Group {
+		return imageOf(sv.Spec)
+	}
+	imgs := make([]string, 0, len(sv.Members))
+	for _, m := range sv.Members {
+		imgs = append(imgs, imageOf(m))
+	}
+	return "group:" + strings.Join(imgs, "\n")
 }
 
 // storeTimeout bounds each store call: the front door must not hang on it.

@@ -110,3 +110,111 @@ func TestSDKCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestSDKListChanged: a change of the listed tools, resources and prompts
+// reaches a go-sdk client within a second on both protocols (on 2026-07-28
+// through its subscriptions/listen stream).
+func TestSDKListChanged(t *testing.T) {
+	t.Parallel()
+	for _, version := range sdkVersions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			h := newFrontDoor(t, nil, nil, nil, server("p"))
+			url := serveFrontDoor(t, h)
+			tools, resources, prompts := make(chan struct{}, 16), make(chan struct{}, 16), make(chan struct{}, 16)
+			s := dialSDK(t, url, version, &sdk.ClientOptions{
+				ToolListChangedHandler:     func(context.Context, *sdk.ToolListChangedRequest) { tools <- struct{}{} },
+				ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { resources <- struct{}{} },
+				PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { prompts <- struct{}{} },
+			})
+			if _, err := s.ListTools(t.Context(), nil); err != nil {
+				t.Fatal(err)
+			}
+			for i, step := range []func(){
+				func() { h.ok(t, "hangar_start", map[string]any{"mcp_server": "p"}); h.refresh(t) },
+				func() { h.ok(t, "hangar_stop", map[string]any{"mcp_server": "p"}); h.g.Providers.Remove("p"); h.refresh(t) },
+			} {
+				for _, c := range []chan struct{}{tools, resources, prompts} {
+					drain(c)
+				}
+				began := time.Now()
+				step()
+				for kind, c := range map[string]chan struct{}{"tools": tools, "resources": resources, "prompts": prompts} {
+					select {
+					case <-c:
+					case <-time.After(time.Second - time.Since(began) + 50*time.Millisecond):
+						t.Errorf("change %d: no %s/list_changed within 1 s", i, kind)
+					}
+				}
+			}
+		})
+	}
+}
+
+func drain(c chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
+
+// sdkAnswerAll are the options of a go-sdk client that answers sampling,
+// elicitation (and, with its roots, roots) like sampler and person do.
+func sdkAnswerAll() *sdk.ClientOptions {
+	return &sdk.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			q := ""
+			if len(req.Params.Messages) > 0 {
+				if tc, ok := req.Params.Messages[0].Content.(*sdk.TextContent); ok {
+					q = tc.Text
+				}
+			}
+			return &sdk.CreateMessageResult{Role: "assistant", Model: "test", Content: &sdk.TextContent{Text: "4, to " + q}}, nil
+		},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		},
+	}
+}
+
+// dialSDKRoots is dialSDK for a client that answers everything and has
+// the root file:///work.
+func dialSDKRoots(t *testing.T, url, version string) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "sdk-test", Version: "1"}, sdkAnswerAll())
+	c.AddRoots(&sdk.Root{URI: "file:///work", Name: "work"})
+	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect on %s: %v", version, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestSDKRelay: the provider's sampling, elicitation and roots requests
+// reach a go-sdk client and its answers reach the provider, on both
+// protocols (on 2026-07-28 by multi round trip). Not parallel: the
+// provider is served over stdio.
+func TestSDKRelay(t *testing.T) {
+	h := newHTTPFrontDoor(t)
+	for _, version := range sdkVersions {
+		for _, ask := range []string{"sampling", "elicitation", "roots"} {
+			t.Run(version+"/"+ask, func(t *testing.T) {
+				s := dialSDKRoots(t, h.url, version)
+				ctx, cancel := context.WithTimeout(t.Context(), relayCallTimeout)
+				defer cancel()
+				res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "p__interview", Arguments: map[string]any{"ask": []string{ask}}})
+				if err != nil {
+					t.Fatalf("%s: %v", ask, err)
+				}
+				want := map[string]string{"sampling": "model: 4, to 2+2?", "elicitation": "user: accept map[name:ada]", "roots": "roots: file:///work"}[ask]
+				if got := sdkText(t, res); res.IsError || got != want {
+					t.Errorf("%s: %q (error %v), want %q", ask, got, res.IsError, want)
+				}
+			})
+		}
+	}
+}

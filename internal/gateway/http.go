@@ -103,7 +103,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 		mux.Handle("/events", o.Auth.Middleware(g.Management.Events()))
 	}
 	// 2026-07-28 notifications, and the requests they may cancel.
-	mcpHandler = (&inflightRequests{}).middleware(mcpHandler)
+	mcpHandler = rootsParams((&inflightRequests{}).middleware(mcpHandler))
 	// Order: authentication before the body is read; the envelope check
 	// (413, -32600) reads it once; the scope guard refuses before any
 	// session is looked up or created; then sessions, then mcp-go.

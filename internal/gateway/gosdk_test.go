@@ -132,7 +132,11 @@ func TestSDKListChanged(t *testing.T) {
 			}
 			for i, step := range []func(){
 				func() { h.ok(t, "hangar_start", map[string]any{"mcp_server": "p"}); h.refresh(t) },
-				func() { h.ok(t, "hangar_stop", map[string]any{"mcp_server": "p"}); h.g.Providers.Remove("p"); h.refresh(t) },
+				func() {
+					h.ok(t, "hangar_stop", map[string]any{"mcp_server": "p"})
+					h.g.Providers.Remove("p")
+					h.refresh(t)
+				},
 			} {
 				for _, c := range []chan struct{}{tools, resources, prompts} {
 					drain(c)

@@ -504,8 +504,12 @@ func (f *FrontDoor) Details(server string) map[string]any {
 	if g, ok := f.groups[server]; ok {
 		// A group lists one member's catalog; members that know another
 		// one are named, so that a missing or extra tool is explained.
-		out["catalog_from"] = g.CatalogFrom
-		out["members_disagree"] = g.Disagree
+		var from any // null: read from the store, no member ran yet
+		if g.CatalogFrom != "" {
+			from = g.CatalogFrom
+		}
+		out["catalog_from"] = from
+		out["members_disagree"] = append([]string{}, g.Disagree...)
 	}
 	return out
 }

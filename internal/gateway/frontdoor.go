@@ -89,8 +89,8 @@ type FrontDoor struct {
 	log      *slog.Logger
 	kick     chan struct{}
 
-	// learning reads one server's catalog at a time: a prefetch, and the
-	// calls that name a server whose catalog is not known yet, share it.
+	// learning runs one prefetch per server, and one catalog read for the
+	// calls that name a server whose catalog is not known yet.
 	learning singleflight.Group
 
 	refreshMu sync.Mutex // one Refresh at a time

@@ -18,8 +18,9 @@ import (
 // or group that never ran. Then the name is resolved before mcp-go looks
 // the tool up: the catalogs of the servers that could own it (the caller
 // may reach, not known yet, whose prefix the name starts with) are read,
-// starting them like a call would and sharing the read with a prefetch of
-// the same server, and the listing is refreshed. A name no known server
+// starting them like a call would (joining the start of a prefetch of the
+// same server, which then keeps it running), and the listing is
+// refreshed. A name no known server
 // can own is answered at once, as unknown, by mcp-go.
 
 var toolsCallMethod = []byte(`"` + string(mcp.MethodToolsCall) + `"`)
@@ -90,8 +91,11 @@ func (f *FrontDoor) resolve(ctx context.Context, name string) {
 	for _, id := range owners {
 		wg.Go(func() {
 			// Not the caller's context: a read others share must not
-			// end with the first caller that gives up.
-			ch := f.learning.DoChan(id, func() (any, error) {
+			// end with the first caller that gives up. Not the
+			// prefetch's flight either: a start the call joins (the
+			// provider's own single flight) counts as the call's
+			// demand, so the prefetch leaves the provider running.
+			ch := f.learning.DoChan("call\x00"+id, func() (any, error) {
 				return nil, f.src.Learn(context.WithoutCancel(ctx), id)
 			})
 			select {

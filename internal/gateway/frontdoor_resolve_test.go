@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -107,5 +108,36 @@ func TestFrontDoorGroupListedByPrefetch(t *testing.T) {
 	d := h.g.FrontDoor.Details("pool")
 	if d["catalog_from"] != "m1" || !slices.Equal(d["members_disagree"].([]string), []string{"m2"}) {
 		t.Errorf("details catalog_from %v, members_disagree %v; want m1 and [m2]", d["catalog_from"], d["members_disagree"])
+	}
+}
+
+// TestFrontDoorCallJoinsThePrefetch: a call by a name whose server the
+// prefetch is starting joins that start: one launch, and the provider stays
+// up for the call instead of being stopped by the prefetch.
+func TestFrontDoorCallJoinsThePrefetch(t *testing.T) {
+	t.Parallel()
+	l := newPipeLauncher()
+	l.gate = make(chan struct{})
+	h := newFrontDoor(t, l, nil, func(c *config.Config) { c.FrontDoor.Prefetch = true }, server("p"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); h.g.FrontDoor.Run(ctx) }()
+	open := sync.OnceFunc(func() { close(l.gate) })
+	t.Cleanup(func() { open(); cancel(); <-done })
+	waitFor(t, "the prefetch launching p", func() bool { return l.count("p") == 1 })
+	p, _ := h.mgr.Get("p")
+	asked := p.Demand()
+	answered := make(chan string, 1)
+	go func() {
+		res, errMsg := callRaw(t, t.Context(), h.srv, "p__slow")
+		answered <- string(res) + errMsg
+	}()
+	waitFor(t, "the call joining p's start", func() bool { return p.Demand() > asked })
+	open()
+	if got := <-answered; !strings.Contains(got, "done") {
+		t.Fatalf("p__slow: %s", got)
+	}
+	if n := l.count("p"); n != 1 {
+		t.Errorf("p launched %d times, want once (the call joins the prefetch's start)", n)
 	}
 }

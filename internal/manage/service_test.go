@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -723,5 +724,32 @@ func TestStoredCatalogHasOneOwner(t *testing.T) {
 	}
 	if n := len(h2.Launcher.launches("svc")); n != 0 {
 		t.Errorf("the restart started svc %d times to list it", n)
+	}
+}
+
+// Without a front door (egress mode) this service keeps the stored catalog
+// through the gateway's writer: the same version and the image.
+func TestStoredCatalogWithoutFrontDoor(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := manage.NewMemStore()
+	var h *harness
+	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution,
+		SaveCatalog: func(ctx context.Context, id string, tools []mcpconn.Tool) error {
+			return gateway.CatalogSaver(st, h.Gateway.Providers)(ctx, id, tools)
+		}}
+	h = newHarness(t, harnessOpts{store: st, opts: &o})
+	ev := h.subscribe("")
+	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+		t.Fatal(err)
+	}
+	changed := ev.next(t, manage.MethodCatalogChanged)["params"].(map[string]any)
+	row, err := st.Catalog(ctx, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ImageDigest != "node:22" || row.Version != changed["catalog_version"] {
+		t.Errorf("stored row (version %q, image %q), catalog_changed %v", row.Version, row.ImageDigest, changed["catalog_version"])
 	}
 }

@@ -1007,3 +1007,60 @@ mcp_servers:
 		t.Errorf("everything subscribed %d times for two sessions", n)
 	}
 }
+
+// Right after start, before anything (or any prefetch) read a catalog, a
+// call by callable name reads the owner's catalog and is served: a server
+// and a group (through its strategy: env names the member that answered)
+// that never ran. A name no server can own is unknown at once. A fresh
+// gateway with prefetch lists the group's tools without any call.
+func TestFrontDoorCallsBeforeCatalogsAreKnown(t *testing.T) {
+	g := startGateway(t, `
+front_door: {prefetch: false}
+mcp_servers:
+  math:
+    mode: docker
+    image: mcp-hangar/math:dev
+    start_timeout_s: 30
+  pool:
+    mode: group
+    strategy: round_robin
+    members:
+      - {id: t1, mode: docker, image: mcp-hangar/testkit:dev, env: {MEMBER: t1}, start_timeout_s: 30}
+      - {id: t2, mode: docker, image: mcp-hangar/testkit:dev, env: {MEMBER: t2}, start_timeout_s: 30}
+`)
+	c := newRawClient(t, g.MCPURL)
+	if res := c.rpc(t, "tools/call", `{"name":"math__add","arguments":{"a":20,"b":22}}`); !bytes.Contains(res, []byte("42")) {
+		t.Errorf("math__add before its catalog was known: %s", res)
+	}
+	var members []string
+	for range 2 {
+		res := c.rpc(t, "tools/call", `{"name":"pool__env","arguments":{"name":"MEMBER"}}`)
+		for _, m := range []string{"t1", "t2"} {
+			if bytes.Contains(res, []byte(m)) {
+				members = append(members, m)
+			}
+		}
+	}
+	if slices.Sort(members); !slices.Equal(members, []string{"t1", "t2"}) {
+		t.Errorf("pool__env answered by %v, want t1 and t2 (round robin)", members)
+	}
+	began := time.Now()
+	if a := c.post(t, "tools/call", `{"name":"nobody__add","arguments":{}}`); a.Error == nil && !bytes.Contains(a.Result, []byte(`"isError":true`)) {
+		t.Errorf("nobody__add: %+v, want unknown", a)
+	}
+	if took := time.Since(began); took > time.Second {
+		t.Errorf("an unknown name took %s", took)
+	}
+
+	// Prefetch: the group is listed with no call at all.
+	g2 := startGateway(t, `
+front_door: {prefetch: true}
+mcp_servers:
+  pool:
+    mode: group
+    members:
+      - {id: t1, mode: docker, image: mcp-hangar/testkit:dev, start_timeout_s: 30}
+      - {id: t2, mode: docker, image: mcp-hangar/testkit:dev, start_timeout_s: 30}
+`)
+	newRawClient(t, g2.MCPURL).waitListed(t, "pool__echo")
+}

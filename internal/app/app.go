@@ -357,6 +357,11 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 		}
 		return resources, templates, prompts
 	}
+	if cfg.ToolAccess.Mode != config.AccessFrontDoor {
+		// Without a front door (the stored catalogs' owner) this
+		// service keeps them, through the same writer.
+		svc.Options.SaveCatalog = gateway.CatalogSaver(a.Store, a.Providers)
+	}
 	a.Gateway.Management = svc
 	a.Gateway.Refuse = svc.Refuse
 	a.Gateway.Hooks = svc.Notifier.Hooks()

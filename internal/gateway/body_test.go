@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -94,6 +95,55 @@ func TestBodyLimitReadsAtMostLimitPlusOne(t *testing.T) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code != -32600 ||
 				!strings.Contains(e.Error.Message, "execution.max_request_body_bytes") {
 				t.Errorf("413 body = %q, want a JSON-RPC -32600 error naming the limit's key", rec.Body.String())
+			}
+		})
+	}
+}
+
+// A client still sending a body over the limit reads the 413, not a
+// connection reset: the gateway drains what follows its answer, a bounded
+// amount, before it closes. Eight at once, announced and chunked.
+func TestBodyOverLimitAnswerReachesTheClient(t *testing.T) {
+	t.Parallel()
+	const limit = 64 << 10
+	g := gateway.New(config.Default(), provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
+	srv := httptest.NewServer(g.HTTP(g.MCPServer(), gateway.HTTPOptions{MaxBodyBytes: limit}).Handler)
+	t.Cleanup(srv.Close)
+	for _, announced := range []bool{true, false} {
+		t.Run(map[bool]string{true: "content-length", false: "chunked"}[announced], func(t *testing.T) {
+			t.Parallel()
+			errs := make(chan error, 8)
+			for range 8 {
+				go func() {
+					body := newCountingBody(20 << 20)
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/mcp", io.NopCloser(body))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if announced {
+						req.ContentLength = int64(len(body.data))
+					}
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					res, err := srv.Client().Do(req)
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer res.Body.Close()
+					b, _ := io.ReadAll(res.Body)
+					if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "execution.max_request_body_bytes") {
+						errs <- fmt.Errorf("status %d: %.200s", res.StatusCode, b)
+						return
+					}
+					errs <- nil
+				}()
+			}
+			for range 8 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}

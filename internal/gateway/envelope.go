@@ -237,7 +237,7 @@ func RequestEnvelope(ctx context.Context) (Envelope, bool) {
 func checkEnvelope(limit int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
-			tooLarge(w, limit)
+			tooLarge(w, r, limit)
 			return
 		}
 		if r.Method != http.MethodPost {
@@ -249,7 +249,7 @@ func checkEnvelope(limit int64, next http.Handler) http.Handler {
 		}
 		body, err := readUpTo(r.Body, r.ContentLength, limit)
 		if errors.Is(err, errBodyTooLarge) {
-			tooLarge(w, limit)
+			tooLarge(w, r, limit)
 			return
 		}
 		if err != nil {

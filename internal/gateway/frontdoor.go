@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -48,6 +49,12 @@ type binding struct {
 	// version (a refresh that changes nothing keeps it).
 	BoundAt time.Time `json:"bound_at"`
 	def     mcpconn.Tool
+}
+
+// groupSource says which member's catalog a group lists.
+type groupSource struct {
+	CatalogFrom string   // "" when it came from the store
+	Disagree    []string // members whose known catalog differs
 }
 
 // Bound is one callable name of a server and the raw tool it calls.
@@ -86,6 +93,10 @@ type FrontDoor struct {
 	log      *slog.Logger
 	kick     chan struct{}
 
+	// learning runs one prefetch per server, and one catalog read for the
+	// calls that name a server whose catalog is not known yet.
+	learning singleflight.Group
+
 	refreshMu sync.Mutex // one Refresh at a time
 	srv       *server.MCPServer
 	cache     map[string]toolCatalog // by server ID
@@ -95,11 +106,12 @@ type FrontDoor struct {
 	listing   listing                // tools/list answers of what is listed now
 
 	mu       sync.RWMutex
-	bindings map[string]*binding   // by callable name
-	byServer map[string][]*binding // by server ID, sorted by callable name
-	versions map[string]string     // catalog_version by server ID
-	hidden   map[string]bool       // servers with expose: false
-	view     extrasView            // resources, templates, prompts served
+	bindings map[string]*binding    // by callable name
+	byServer map[string][]*binding  // by server ID, sorted by callable name
+	versions map[string]string      // catalog_version by server ID
+	hidden   map[string]bool        // servers with expose: false
+	groups   map[string]groupSource // by group ID: whose catalog is listed
+	view     extrasView             // resources, templates, prompts served
 
 	extrasMu  sync.Mutex
 	extras    map[string]extras // by server ID, read while it ran
@@ -193,7 +205,10 @@ func (f *FrontDoor) Run(ctx context.Context) {
 					return
 				}
 				defer func() { <-sem }()
-				if err := f.src.Prefetch(ctx, id, func(ctx context.Context) { f.fetchExtras(ctx, id) }); err != nil {
+				_, err, _ := f.learning.Do(id, func() (any, error) {
+					return nil, f.src.Prefetch(ctx, id, func(ctx context.Context) { f.fetchExtras(ctx, id) })
+				})
+				if err != nil {
 					f.log.Warn("catalog prefetch failed", FieldServer, id, FieldError, err)
 					return
 				}
@@ -224,16 +239,20 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	entries := map[nameRequest]entry{}
 	versions := map[string]string{}
 	hidden := map[string]bool{}
+	groups := map[string]groupSource{}
 	servables := f.src.Servable()
 	defer f.refreshExtras(ctx, servables)
 	for _, sv := range servables {
 		if sv.Hidden {
 			hidden[sv.ID] = true
 		}
+		if sv.Group {
+			groups[sv.ID] = groupSource{CatalogFrom: sv.CatalogFrom, Disagree: append([]string{}, sv.Disagree...)}
+		}
 		cat, ok := f.catalogOf(ctx, sv)
 		if !ok {
-			key := sv.ID + "\x00" + imageOf(sv.Spec)
-			if f.prefetch && !sv.Group && sv.Cold && !f.tried[key] {
+			key := sv.ID + "\x00" + catalogImage(sv)
+			if f.prefetch && sv.Cold && !f.tried[key] {
 				f.tried[key] = true
 				prefetch = append(prefetch, sv.ID)
 			}
@@ -305,7 +324,7 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 		defer f.listing.endChange()
 	}
 	f.mu.Lock()
-	f.bindings, f.byServer, f.versions, f.hidden = bindings, byServer, versions, hidden
+	f.bindings, f.byServer, f.versions, f.hidden, f.groups = bindings, byServer, versions, hidden, groups
 	f.mu.Unlock()
 
 	if !change {
@@ -336,13 +355,13 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 // catalogOf returns the catalog the front door lists for sv: the one it has
 // now, else the one kept from its last run with the same image.
 func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bool) {
-	img := imageOf(sv.Spec)
+	img := catalogImage(sv)
 	if len(sv.Tools) > 0 {
 		cur, known := f.cache[sv.ID]
 		if known && cur.Image == img && slices.EqualFunc(cur.Tools, sv.Tools, sameTool) {
 			return cur, true // unchanged: no need to hash it again
 		}
-		v := catalogVersion(sv.Tools)
+		v := mcpconn.CatalogVersion(sv.Tools)
 		if known && cur.Version == v && cur.Image == img {
 			return cur, true
 		}
@@ -486,5 +505,15 @@ func (f *FrontDoor) Details(server string) map[string]any {
 	out["exposed"] = !f.hidden[server]
 	out["catalog_version"] = version
 	out["tools"] = tools
+	if g, ok := f.groups[server]; ok {
+		// A group lists one member's catalog; members that know another
+		// one are named, so that a missing or extra tool is explained.
+		var from any // null: read from the store, no member ran yet
+		if g.CatalogFrom != "" {
+			from = g.CatalogFrom
+		}
+		out["catalog_from"] = from
+		out["members_disagree"] = append([]string{}, g.Disagree...)
+	}
 	return out
 }

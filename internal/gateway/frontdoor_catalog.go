@@ -2,15 +2,14 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/redact"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -35,15 +34,6 @@ type storedCatalog struct {
 	Extras *extras        `json:"extras,omitempty"`
 }
 
-// catalogVersion hashes a catalog; the same tools give the same version.
-func catalogVersion(tools []mcpconn.Tool) string {
-	sorted := append([]mcpconn.Tool(nil), tools...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	b, _ := json.Marshal(sorted)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
-}
-
 // imageOf is what a catalog is tied to: a container's image, or the
 // endpoint or command of a server that has none.
 func imageOf(s *config.Server) string {
@@ -58,6 +48,19 @@ func imageOf(s *config.Server) string {
 	}
 	b, _ := json.Marshal(s.Command)
 	return string(b)
+}
+
+// catalogImage is what sv's catalog is tied to: its image, or for a
+// group its members' images (any member's catalog is the group's).
+func catalogImage(sv Servable) string {
+	if !sv.Group {
+		return imageOf(sv.Spec)
+	}
+	imgs := make([]string, 0, len(sv.Members))
+	for _, m := range sv.Members {
+		imgs = append(imgs, imageOf(m))
+	}
+	return "group:" + strings.Join(imgs, "\n")
 }
 
 // storeTimeout bounds each store call: the front door must not hang on it.
@@ -103,4 +106,17 @@ func saveCatalog(ctx context.Context, st store.Catalogs, server string, c toolCa
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	return st.PutCatalog(ctx, store.CachedCatalog{Server: server, Version: c.Version, ImageDigest: c.Image, Catalog: b, UpdatedAt: time.Now()})
+}
+
+// CatalogSaver writes stored catalogs where no front door runs (egress
+// mode), the same row the front door would write: same version, same
+// image. With a front door, the front door alone writes them.
+func CatalogSaver(st store.Catalogs, providers *provider.Manager) func(ctx context.Context, server string, tools []mcpconn.Tool) error {
+	return func(ctx context.Context, server string, tools []mcpconn.Tool) error {
+		var spec *config.Server
+		if p, ok := providers.Get(server); ok {
+			spec = p.Spec()
+		}
+		return saveCatalog(ctx, st, server, toolCatalog{Version: mcpconn.CatalogVersion(tools), Image: imageOf(spec), Tools: tools}, nil)
+	}
 }

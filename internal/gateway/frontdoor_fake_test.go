@@ -204,6 +204,8 @@ type pipeLauncher struct {
 	// need it (mcp-go's HTTP server sends them on a GET stream only). At
 	// most one stdio server may run in the process at a time.
 	stdio bool
+	// gate, when set, holds every launch until it is closed.
+	gate chan struct{}
 
 	mu       sync.Mutex
 	launches map[string]int
@@ -222,6 +224,9 @@ func (l *pipeLauncher) Launch(ctx context.Context, s *config.Server) (provider.B
 	l.launches[s.ID]++
 	launch := l.launches[s.ID]
 	l.mu.Unlock()
+	if l.gate != nil {
+		<-l.gate
+	}
 	record := func(what, uri string) {
 		l.mu.Lock()
 		defer l.mu.Unlock()

@@ -26,14 +26,19 @@ type FrontDoorSource interface {
 	// hangar_call does: single-flight cold start, limits, breaker and
 	// failover, metrics. args go to the provider as they are (raw JSON).
 	Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
-	// Prefetch learns the catalog of a COLD provider: it starts it, reads
-	// its tools, runs whileUp (which reads the rest) and stops it again. A
-	// provider that is not COLD, or a group, is left alone.
+	// Prefetch learns the catalog of a COLD provider (for a group, of its
+	// first member): it starts it, reads its tools, runs whileUp (which
+	// reads the rest) and stops it again. A provider that is not COLD is
+	// left alone.
 	Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error
 	// Extras runs f on server's backend (for a group, a member's): with
 	// start it is started if need be, like a call; without, f runs only on
 	// a backend already running, else provider.ErrNotRunning.
 	Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error
+	// Learn reads the catalog of server (a provider or a group) for a
+	// call that names it: like a call, it starts what is needed and
+	// keeps it running (its idle TTL applies).
+	Learn(ctx context.Context, server string) error
 }
 
 // Servable is one server as the front door sees it.
@@ -51,6 +56,12 @@ type Servable struct {
 	Predefined bool
 	// Cold says the server has no backend running (prefetch candidates).
 	Cold bool
+	// Members are a group's members, in order; CatalogFrom is the one
+	// whose catalog Tools is, and Disagree the others whose known
+	// catalog differs from it.
+	Members     []*config.Server
+	CatalogFrom string
+	Disagree    []string
 }
 
 // managerSource serves the providers of a Manager and the groups of a
@@ -86,10 +97,23 @@ func (s managerSource) Servable() []Servable {
 	for _, g := range s.groups.List() {
 		sv := Servable{ID: g.ID(), Group: true, Spec: g.Spec(), Hidden: s.hidden(g.ID(), g.Spec())}
 		// A group's catalog is its members': the first one that knows it.
+		var version string
 		for _, m := range g.Members() {
-			if tools := m.Tools(); len(tools) > 0 {
-				sv.Tools, sv.Predefined = tools, m.Predefined()
-				break
+			sv.Members = append(sv.Members, m.Spec())
+			tools := m.Tools()
+			switch {
+			case len(tools) == 0:
+			case sv.CatalogFrom == "":
+				sv.Tools, sv.Predefined, sv.CatalogFrom, sv.Cold = tools, m.Predefined(), m.ID(), m.State() == provider.Cold
+				version = mcpconn.CatalogVersion(tools)
+			case mcpconn.CatalogVersion(tools) != version:
+				sv.Disagree = append(sv.Disagree, m.ID())
+			}
+		}
+		if sv.CatalogFrom == "" {
+			sv.Cold = true
+			for _, m := range g.Members() {
+				sv.Cold = sv.Cold && m.State() == provider.Cold
 			}
 		}
 		out = append(out, sv)
@@ -118,6 +142,14 @@ const ReasonPrefetched = "catalog_prefetched"
 
 func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error {
 	p, ok := s.providers.Get(server)
+	if grp, isGroup := s.groups.Get(server); isGroup {
+		// A group's catalog is any member's: the first one's.
+		members := grp.Members()
+		if len(members) == 0 {
+			return nil
+		}
+		p, ok = members[0], true
+	}
 	if !ok || p.State() != provider.Cold || p.Predefined() {
 		return nil
 	}
@@ -145,6 +177,21 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 
 func sortServable(s []Servable) {
 	sort.Slice(s, func(i, j int) bool { return s[i].ID < s[j].ID })
+}
+
+func (s managerSource) Learn(ctx context.Context, server string) error {
+	if grp, ok := s.groups.Get(server); ok {
+		_, err := grp.Tools(ctx)
+		return err
+	}
+	p, ok := s.providers.Get(server)
+	if !ok {
+		return &provider.Error{Kind: provider.KindUnknownServer, ID: server}
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	defer cancel()
+	_, err := p.ToolsOrStart(sctx)
+	return err
 }
 
 func (s managerSource) Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error {

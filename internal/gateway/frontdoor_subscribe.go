@@ -357,7 +357,7 @@ func (f *FrontDoor) onRequest(ctx context.Context, _ any, message any) error {
 // resources/subscribe and resources/unsubscribe), so the listing cache
 // need not defer to mcp-go for them.
 func (f *FrontDoor) listNeutralHooks() server.Hooks {
-	return server.Hooks{OnRequestInitialization: []server.OnRequestInitializationFunc{f.onRequest}}
+	return server.Hooks{OnRequestInitialization: []server.OnRequestInitializationFunc{f.onRequest, f.onToolCall}}
 }
 
 // Hooks returns base (nil: none) with the front door's hooks added, as a
@@ -367,7 +367,7 @@ func (f *FrontDoor) Hooks(base *server.Hooks) *server.Hooks {
 	if base != nil {
 		*h = *base
 	}
-	h.OnRequestInitialization = append(append([]server.OnRequestInitializationFunc{}, h.OnRequestInitialization...), f.onRequest)
+	h.OnRequestInitialization = append(append([]server.OnRequestInitializationFunc{}, h.OnRequestInitialization...), f.onRequest, f.onToolCall)
 	h.OnAfterListResources = append(append([]server.OnAfterListResourcesFunc{}, h.OnAfterListResources...), f.resourceFilter)
 	h.OnAfterListResourceTemplates = append(append([]server.OnAfterListResourceTemplatesFunc{}, h.OnAfterListResourceTemplates...), f.templateFilter)
 	h.OnUnregisterSession = append(append([]server.OnUnregisterSessionHookFunc{}, h.OnUnregisterSession...),

@@ -106,6 +106,8 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 		})
 		mux.Handle("/events", o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, holdStreams(o.Auth, g.Management.Events()))))
 	}
+	// 2026-07-28 notifications, and the requests they may cancel.
+	mcpHandler = rootsParams((&inflightRequests{}).middleware(mcpHandler))
 	// Order: authentication before the body is read; the envelope check
 	// (413, -32600) reads it once; the scope guard refuses before any
 	// session is looked up or created; then sessions, then mcp-go.
@@ -170,12 +172,31 @@ func readUpTo(body io.Reader, size, n int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func tooLarge(w http.ResponseWriter, n int64) {
-	// The connection is closed after this answer, so the rest of the body
-	// is never read.
+// What is read and thrown away of a body after its 413, so that the
+// client, still sending, reads the answer instead of a connection reset:
+// closing a socket with unread data resets it. Bounded in time and size; a
+// client that sends more only gets the reset.
+const (
+	drainTime  = time.Second
+	drainBytes = 64 << 20
+)
+
+func tooLarge(w http.ResponseWriter, r *http.Request, n int64) {
+	// The connection is closed after this answer: whatever was not
+	// drained is never read.
 	w.Header().Set("Connection", "close")
+	// Full duplex: net/http would otherwise read at most 256 KiB of the
+	// body before the answer and then stop the body for good.
+	rc := http.NewResponseController(w)
+	duplex := rc.EnableFullDuplex() == nil
 	auth.WriteError(w, http.StatusRequestEntityTooLarge, nil, &auth.Error{Code: mcp.INVALID_REQUEST,
 		Message: "request body is over the limit of " + strconv.FormatInt(n, 10) + " bytes (execution.max_request_body_bytes)"})
+	if !duplex || r.Body == nil {
+		return
+	}
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(drainTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, drainBytes))
 }
 
 // memBody is a request body already read into memory: the guard looks at

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -400,4 +402,47 @@ func (r inputRelay) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp
 		return nil, errors.New("hangar: the client sent no roots result")
 	}
 	return resp.Roots, nil
+}
+
+// mcp-go writes a roots/list input request without params (roots/list
+// takes none, and the spec makes them optional); the official go-sdk
+// (v1.8) decodes every input request's params and fails on a missing one
+// ("unexpected end of JSON input"), while it takes an empty object. So
+// the answers of 2026-07-28 tools/calls say "params":{} for roots/list.
+// The literal below is what mcp-go's InputRequest encodes to: a provider's
+// own JSON can only carry it inside a string, escaped.
+var (
+	rootsWithoutParams = []byte(`{"method":"roots/list"}`)
+	rootsEmptyParams   = []byte(`{"method":"roots/list","params":{}}`)
+	inputRequestsKey   = []byte(`"inputRequests"`)
+)
+
+type rootsParamsWriter struct{ http.ResponseWriter }
+
+func (w rootsParamsWriter) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, rootsWithoutParams) || !bytes.Contains(p, inputRequestsKey) {
+		return w.ResponseWriter.Write(p)
+	}
+	if _, err := w.ResponseWriter.Write(bytes.ReplaceAll(p, rootsWithoutParams, rootsEmptyParams)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (w rootsParamsWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w rootsParamsWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// rootsParams gives 2026-07-28 tools/call answers rootsParamsWriter.
+func rootsParams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if env, ok := RequestEnvelope(r.Context()); ok && env.Method == string(mcp.MethodToolsCall) && modernMessage(r, env) {
+			w = rootsParamsWriter{w}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -2,7 +2,6 @@ package manage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -202,9 +201,4 @@ func sortServers(s []Server) {
 // toolsJSON is the tools part of a cached catalog.
 type cachedCatalog struct {
 	Tools []mcpconn.Tool `json:"tools"`
-}
-
-func encodeCatalog(tools []mcpconn.Tool) json.RawMessage {
-	b, _ := json.Marshal(cachedCatalog{Tools: tools})
-	return b
 }

@@ -2,8 +2,6 @@ package manage
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -50,15 +48,25 @@ type ToolView struct {
 	Annotations        json.RawMessage `json:"annotations,omitempty"`
 }
 
-// HealthView is a server's health.
+// HealthView is a server's health: seed 003's six facts, every one
+// present, null when it is not known (a server that never ran has no
+// stderr, one without a restart backoff no next retry).
 type HealthView struct {
-	State          string  `json:"state"`
-	StatusReason   string  `json:"status_reason,omitempty"`
-	LastError      string  `json:"last_error,omitempty"`
-	RetryAttempt   int     `json:"retry_attempt"`
-	NextRetryAt    *string `json:"next_retry_at"` // RFC 3339; null when no restart backoff runs
-	CatalogVersion string  `json:"catalog_version"`
-	StderrTail     string  `json:"stderr_tail"`
+	State          *string `json:"state"`
+	StatusReason   *string `json:"status_reason"`
+	LastError      *string `json:"last_error"`
+	RetryAttempt   *int    `json:"retry_attempt"`
+	NextRetryAt    *string `json:"next_retry_at"` // RFC 3339
+	CatalogVersion *string `json:"catalog_version"`
+	StderrTail     *string `json:"stderr_tail"`
+}
+
+// known is s, or nil (null) when s is empty.
+func known(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // AuditView is one audit entry.
@@ -115,7 +123,7 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 		}
 	}
 	res := &DetailsResult{SnapshotVersion: v, Server: it, Audit: []AuditView{}, RecentBindings: []Binding{}}
-	res.Catalog = CatalogView{CatalogVersion: catalogVersion(tools), Tools: []ToolView{}, Resources: []any{},
+	res.Catalog = CatalogView{CatalogVersion: mcpconn.CatalogVersion(tools), Tools: []ToolView{}, Resources: []any{},
 		ResourceTemplates: []any{}, Prompts: []any{}}
 	if s.Extras != nil {
 		r, t, p := s.Extras(id)
@@ -125,15 +133,17 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 		res.Catalog.Tools = append(res.Catalog.Tools, ToolView{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchemaSummary: schemaSummary(t.InputSchema), Annotations: t.Annotations})
 	}
-	res.Health = HealthView{State: it.Runtime.State, StatusReason: it.StatusReason, LastError: it.Runtime.LastError,
-		CatalogVersion: res.Catalog.CatalogVersion}
+	res.Health = HealthView{State: known(it.Runtime.State), StatusReason: known(it.StatusReason), LastError: known(it.Runtime.LastError)}
+	if len(tools) > 0 {
+		res.Health.CatalogVersion = &res.Catalog.CatalogVersion
+	}
 	if served {
-		res.Health.RetryAttempt = srv.Runtime.RetryAttempt
+		attempt := srv.Runtime.RetryAttempt
+		res.Health.RetryAttempt = &attempt
 		if t := srv.Runtime.NextRetryAt; !t.IsZero() {
-			at := t.UTC().Format(time.RFC3339)
-			res.Health.NextRetryAt = &at
+			res.Health.NextRetryAt = known(t.UTC().Format(time.RFC3339))
 		}
-		res.Health.StderrTail = Scrub(srv.Runtime.Stderr, secrets)
+		res.Health.StderrTail = known(Scrub(srv.Runtime.Stderr, secrets))
 	}
 	if entries, err := s.Store.RecentAudit(ctx, id, historyLimit); err == nil {
 		for _, e := range entries {
@@ -149,12 +159,6 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 		}
 	}
 	return res, nil
-}
-
-// catalogVersion hashes a catalog: it changes exactly when the catalog does.
-func catalogVersion(tools []mcpconn.Tool) string {
-	sum := sha256.Sum256(encodeCatalog(tools))
-	return hex.EncodeToString(sum[:8])
 }
 
 // schemaSummary condenses an input schema to its property names, types

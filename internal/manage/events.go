@@ -2,12 +2,10 @@ package manage
 
 import (
 	"context"
-	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
-	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // ---------------------------------------------------------------------------
@@ -87,7 +85,12 @@ func (s *Service) stateChanged(ctx context.Context, c stateChange) {
 	}
 	s.mu.Unlock()
 	if c.from == "" {
-		return // registration, not a transition
+		// Registration, not a transition: the catalog kept from an
+		// earlier run is what a first start compares with. Read now,
+		// before any start, so that the owner's write of the new one
+		// (the front door's) cannot come first.
+		s.seedCatalogVersion(ctx, c.id)
+		return
 	}
 	srv, ok := s.Catalog.Server(c.id)
 	if !ok {
@@ -116,24 +119,36 @@ func (s *Service) memberOf(id string) (string, bool) {
 	return "", false
 }
 
+// seedCatalogVersion remembers id's stored catalog version, when there is
+// one and nothing newer is known.
+func (s *Service) seedCatalogVersion(ctx context.Context, id string) {
+	c, err := s.Store.Catalog(ctx, id)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if _, known := s.catalogVer[id]; !known {
+		s.catalogVer[id] = c.Version
+	}
+	s.mu.Unlock()
+}
+
 // checkCatalog sends catalog_changed when id's catalog hash differs from
-// the last one known (in memory, else in the store).
+// the last one known (from this run, else the stored one read when id was
+// registered).
 func (s *Service) checkCatalog(ctx context.Context, id string, tools []mcpconn.Tool) {
-	ver := catalogVersion(tools)
+	ver := mcpconn.CatalogVersion(tools)
 	s.mu.Lock()
 	prev, known := s.catalogVer[id]
 	s.catalogVer[id] = ver
 	s.mu.Unlock()
-	if !known {
-		if c, err := s.Store.Catalog(ctx, id); err == nil {
-			prev, known = c.Version, true
-		}
-	}
 	if known && prev == ver {
 		return
 	}
-	if err := s.Store.PutCatalog(ctx, store.CachedCatalog{Server: id, Version: ver, Catalog: encodeCatalog(tools), UpdatedAt: time.Now().UTC()}); err != nil {
-		s.Log.Warn("catalog not cached", "mcp_server", id, "error", err)
+	if save := s.Options.SaveCatalog; save != nil {
+		if err := save(ctx, id, tools); err != nil {
+			s.Log.Warn("catalog not cached", "mcp_server", id, "error", err)
+		}
 	}
 	s.emit(ctx, MethodCatalogChanged, id, func(v uint64) map[string]any {
 		return map[string]any{"snapshot_version": v, "server_id": id, "name": id, "catalog_version": ver,

@@ -6,6 +6,7 @@
 package manage
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/egress"
 	"github.com/mcp-hangar/hangar/internal/hostaccess"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
 // Diagnostic levels.
@@ -227,6 +229,11 @@ type Options struct {
 	// OnChanged, when set, is called after every install, update, policy
 	// change or uninstall (the front door lists again).
 	OnChanged func()
+	// SaveCatalog, when set, keeps a server's catalog in the store after
+	// a start brings a new one. nil: another owner (the gateway's front
+	// door) keeps them, with the image they came from; this service only
+	// reads them.
+	SaveCatalog func(ctx context.Context, server string, tools []mcpconn.Tool) error
 }
 
 // runners are commands that fetch and run a package: they need a runtime

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -364,8 +365,14 @@ func TestDetails(t *testing.T) {
 	if health["state"] != "ready" || health["catalog_version"] != cat["catalog_version"] {
 		t.Errorf("health = %v", health)
 	}
-	if v, ok := health["next_retry_at"]; !ok || v != nil {
-		t.Errorf("health.next_retry_at = %v (present %v), want null while running", v, ok)
+	// Seed 003's facts are all present; the unknown ones are null.
+	for k, want := range map[string]any{"next_retry_at": nil, "status_reason": nil, "last_error": nil, "retry_attempt": 0.0} {
+		if v, ok := health[k]; !ok || v != want {
+			t.Errorf("health.%s = %v (present %v), want %v while running", k, v, ok, want)
+		}
+	}
+	if _, ok := health["stderr_tail"]; !ok {
+		t.Error("health.stderr_tail missing")
 	}
 	audit := r.Result["audit"].([]any)
 	if len(audit) == 0 || audit[0].(map[string]any)["action"] != "mcp/install" {
@@ -675,5 +682,74 @@ func TestListAndDetailsCountExtras(t *testing.T) {
 	if len(cat["resources"].([]any)) != 2 || len(cat["resource_templates"].([]any)) != 1 ||
 		cat["prompts"].([]any)[0].(map[string]any)["name"] != "greet" {
 		t.Errorf("catalog in %s", d.Raw)
+	}
+}
+
+// The front door alone keeps a server's stored catalog (with the image it
+// came from); this service shows the same catalog_version and writes no
+// row of its own. A restart lists the tools from that row without starting
+// the server.
+func TestStoredCatalogHasOneOwner(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := manage.NewMemStore()
+	h := newHarness(t, harnessOpts{store: st})
+	h.Gateway.FrontDoor.Catalogs = st
+	ev := h.subscribe("")
+	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+		t.Fatal(err)
+	}
+	changed := ev.next(t, manage.MethodCatalogChanged)["params"].(map[string]any)
+	h.Gateway.FrontDoor.Refresh(ctx)
+	listed := h.Gateway.FrontDoor.Details("svc")["catalog_version"]
+	row, err := st.Catalog(ctx, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ImageDigest == "" || row.Version != listed || changed["catalog_version"] != listed {
+		t.Errorf("stored row (version %q, image %q), catalog_changed %v, front door %v: want one version and the image",
+			row.Version, row.ImageDigest, changed["catalog_version"], listed)
+	}
+	details := h.rpc(manage.MethodDetails, map[string]any{"server_id": "svc"}).Result
+	if v := details["catalog"].(map[string]any)["catalog_version"]; v != listed {
+		t.Errorf("details catalog_version %v, front door %v", v, listed)
+	}
+
+	h2 := newHarness(t, harnessOpts{store: st})
+	h2.Gateway.FrontDoor.Catalogs = st
+	h2.Gateway.FrontDoor.Refresh(ctx)
+	if b := h2.Gateway.FrontDoor.Bindings("svc", 0); len(b) != 1 || b[0].Callable != "svc__add" || b[0].CatalogVersion != listed {
+		t.Errorf("after a restart the front door binds %+v, want svc__add from the stored catalog %v", b, listed)
+	}
+	if n := len(h2.Launcher.launches("svc")); n != 0 {
+		t.Errorf("the restart started svc %d times to list it", n)
+	}
+}
+
+// Without a front door (egress mode) this service keeps the stored catalog
+// through the gateway's writer: the same version and the image.
+func TestStoredCatalogWithoutFrontDoor(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := manage.NewMemStore()
+	var h *harness
+	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution,
+		SaveCatalog: func(ctx context.Context, id string, tools []mcpconn.Tool) error {
+			return gateway.CatalogSaver(st, h.Gateway.Providers)(ctx, id, tools)
+		}}
+	h = newHarness(t, harnessOpts{store: st, opts: &o})
+	ev := h.subscribe("")
+	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+		t.Fatal(err)
+	}
+	changed := ev.next(t, manage.MethodCatalogChanged)["params"].(map[string]any)
+	row, err := st.Catalog(ctx, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ImageDigest != "node:22" || row.Version != changed["catalog_version"] {
+		t.Errorf("stored row (version %q, image %q), catalog_changed %v", row.Version, row.ImageDigest, changed["catalog_version"])
 	}
 }

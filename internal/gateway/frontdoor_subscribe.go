@@ -369,6 +369,7 @@ func (f *FrontDoor) Hooks(base *server.Hooks) *server.Hooks {
 	}
 	h.OnRequestInitialization = append(append([]server.OnRequestInitializationFunc{}, h.OnRequestInitialization...), f.onRequest)
 	h.OnUnregisterSession = append(append([]server.OnUnregisterSessionHookFunc{}, h.OnUnregisterSession...),
-		func(ctx context.Context, s server.ClientSession) { f.sessionEnded(ctx, s.SessionID()) })
+		func(ctx context.Context, s server.ClientSession) { f.sessionEnded(ctx, s.SessionID()) },
+		func(_ context.Context, s server.ClientSession) { f.searchSessionEnded(s.SessionID()) })
 	return h
 }

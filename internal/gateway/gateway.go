@@ -257,6 +257,10 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
 		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
+		if g.FrontDoor.search != nil {
+			// The first tool filter: listedInSearch sees the whole set.
+			opts = append(opts, server.WithToolFilter(g.listedInSearch))
+		}
 		hooks = g.FrontDoor.Hooks(hooks)
 	}
 	if hooks != nil {
@@ -386,6 +390,7 @@ func (g *Gateway) tools() []server.ServerTool {
 	all = append(all, g.discoveryTools()...)
 	all = append(all, g.groupTools()...)
 	all = append(all, g.hotloadTools()...)
+	all = append(all, g.searchTools()...)
 	return all
 }
 

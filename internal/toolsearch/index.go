@@ -129,6 +129,13 @@ func (ix *Index) Publish(catalog map[string][]Doc) uint64 {
 	return gen
 }
 
+// Published is the generation of the catalog published last.
+func (ix *Index) Published() uint64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.published
+}
+
 // Applied is the generation of the catalog the index holds.
 func (ix *Index) Applied() uint64 {
 	ix.mu.Lock()

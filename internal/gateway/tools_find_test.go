@@ -1,0 +1,355 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/gateway"
+)
+
+// Search mode (front_door.discovery: search) as clients see it, over the
+// gateway's real HTTP endpoint, with mcp-go's client and the official
+// go-sdk client on both protocol versions.
+
+const findTimeout = 10 * time.Second
+
+// fsTools and gitTools are provider tools with real servers' names and
+// descriptions (modelcontextprotocol/servers src/filesystem and src/git).
+func fsTools(s *mcpserver.MCPServer) {
+	for _, t := range []mcp.Tool{
+		mcp.NewTool("read_text_file", mcp.WithDescription("Read complete contents of a file as text"), mcp.WithString("path", mcp.Required())),
+		mcp.NewTool("write_file", mcp.WithDescription("Create new file or overwrite existing"), mcp.WithString("path"), mcp.WithString("content")),
+		mcp.NewTool("list_directory", mcp.WithDescription("List directory contents with [FILE] or [DIR] prefixes"), mcp.WithString("path")),
+	} {
+		s.AddTool(t, func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(req.Params.Name + " " + req.GetString("path", "")), nil
+		})
+	}
+}
+
+func gitTools(s *mcpserver.MCPServer) {
+	s.AddTool(mcp.NewTool("git_status", mcp.WithDescription("Shows the working tree status"), mcp.WithString("repo_path")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("clean"), nil })
+}
+
+// searchGateway is a gateway in search mode over providers fs and git
+// (pinned), served over HTTP, its front door running.
+type searchGateway struct {
+	*fdHarness
+	url string
+}
+
+func newSearchGateway(t *testing.T) *searchGateway {
+	t.Helper()
+	l := newPipeLauncher()
+	l.extra["fs"] = fsTools
+	l.extra["git"] = gitTools
+	git := server("git")
+	git.Pinned = true
+	fs := server("fs")
+	fs.Summary = "Files on the local disk"
+	h := newFrontDoorWith(t, l, nil, func(c *config.Config) { c.FrontDoor.Discovery = config.DiscoverySearch }, nil, fs, git)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.g.FrontDoor.Run(ctx) }()
+	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{})
+	hs := httptest.NewServer(ep.Handler)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		_ = ep.Sessions().Shutdown(sctx)
+		ep.Close()
+		cancel()
+		<-done
+	})
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "fs"})
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "git"})
+	h.refresh(t)
+	wctx, wcancel := context.WithTimeout(t.Context(), findTimeout)
+	defer wcancel()
+	if err := h.g.FrontDoor.SearchCaughtUp(wctx); err != nil {
+		t.Fatal(err)
+	}
+	return &searchGateway{fdHarness: h, url: hs.URL + "/mcp"}
+}
+
+// findClient is one MCP client library on one protocol version.
+type findClient interface {
+	list(t *testing.T) []string
+	// call returns the text and structured content of a tool's answer.
+	call(t *testing.T, name string, args map[string]any) (text string, structured json.RawMessage, isError bool)
+	// changed receives each tools/list_changed the client gets.
+	changed() <-chan struct{}
+}
+
+type mcpgoClient struct {
+	c  *client.Client
+	ch chan struct{}
+}
+
+func dialMCPGo(t *testing.T, url, version string) findClient {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(version))
+	t.Cleanup(func() { _ = c.Close() })
+	mc := &mcpgoClient{c: c, ch: make(chan struct{}, 16)}
+	acked := make(chan struct{}, 1)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		switch n.Method {
+		case mcp.MethodNotificationToolsListChanged:
+			mc.ch <- struct{}{}
+		case string(mcp.MethodNotificationSubscriptionsAcknowledged):
+			select {
+			case acked <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "find-test", Version: "1"}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	if c.ProtocolVersion() != version {
+		t.Fatalf("client speaks %q, want %q", c.ProtocolVersion(), version)
+	}
+	if mcp.IsModernProtocol(version) {
+		stop, err := c.ListenAsync(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		select {
+		case <-acked:
+		case <-time.After(findTimeout):
+			t.Fatal("subscriptions/listen was not acknowledged")
+		}
+	}
+	return mc
+}
+
+func (m *mcpgoClient) list(t *testing.T) []string {
+	t.Helper()
+	res, err := m.c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func (m *mcpgoClient) call(t *testing.T, name string, args map[string]any) (string, json.RawMessage, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), findTimeout)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := m.c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	return text, json.RawMessage(text), res.IsError
+}
+
+func (m *mcpgoClient) changed() <-chan struct{} { return m.ch }
+
+type sdkClient struct {
+	s  *sdk.ClientSession
+	ch chan struct{}
+}
+
+func dialSDK(t *testing.T, url, version string) findClient {
+	t.Helper()
+	sc := &sdkClient{ch: make(chan struct{}, 16)}
+	c := sdk.NewClient(&sdk.Implementation{Name: "find-test-sdk", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { sc.ch <- struct{}{} },
+	})
+	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if got := s.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("go-sdk client speaks %q, want %q", got, version)
+	}
+	sc.s = s
+	return sc
+}
+
+func (c *sdkClient) list(t *testing.T) []string {
+	t.Helper()
+	res, err := c.s.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func (c *sdkClient) call(t *testing.T, name string, args map[string]any) (string, json.RawMessage, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), findTimeout)
+	defer cancel()
+	res, err := c.s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text string
+	for _, ct := range res.Content {
+		if tc, ok := ct.(*sdk.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	return text, json.RawMessage(text), res.IsError
+}
+
+func (c *sdkClient) changed() <-chan struct{} { return c.ch }
+
+// awaitChanged waits for one tools/list_changed.
+func awaitChanged(t *testing.T, c findClient, why string) {
+	t.Helper()
+	select {
+	case <-c.changed():
+	case <-time.After(findTimeout):
+		t.Fatalf("no tools/list_changed after %s", why)
+	}
+}
+
+// drain forgets the list_changed notifications received so far.
+func drain(c findClient) {
+	for {
+		select {
+		case <-c.changed():
+		default:
+			return
+		}
+	}
+}
+
+type findAnswer struct {
+	Query   string `json:"query"`
+	Matches []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+		Server      string          `json:"server"`
+		Score       float64         `json:"score"`
+	} `json:"matches"`
+	Activated   []string `json:"activated"`
+	Deactivated *int     `json:"deactivated"`
+}
+
+func find(t *testing.T, c findClient, args map[string]any) findAnswer {
+	t.Helper()
+	text, _, isErr := c.call(t, "hangar_find_tools", args)
+	if isErr {
+		t.Fatalf("hangar_find_tools(%v): %s", args, text)
+	}
+	var a findAnswer
+	if err := json.Unmarshal([]byte(text), &a); err != nil {
+		t.Fatalf("hangar_find_tools answer %q: %v", text, err)
+	}
+	return a
+}
+
+// TestSearchModeClients: in search mode tools/list holds the hangar_*
+// tools, the pinned server's tools and hangar_find_tools; find ranks;
+// an unlisted name answers when called; activate lists the matches with a
+// list_changed, reset takes them away with another.
+func TestSearchModeClients(t *testing.T) {
+	t.Parallel()
+	clients := []struct {
+		name string
+		dial func(t *testing.T, url, version string) findClient
+	}{{"mcp-go", dialMCPGo}, {"go-sdk", dialSDK}}
+	for _, cl := range clients {
+		for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+			t.Run(cl.name+"/"+version, func(t *testing.T) {
+				t.Parallel()
+				g := newSearchGateway(t)
+				c := cl.dial(t, g.url, version)
+
+				listed := c.list(t)
+				for _, want := range []string{"hangar_find_tools", "hangar_list", "hangar_call", "git__git_status", "git__echo_raw"} {
+					if !slices.Contains(listed, want) {
+						t.Errorf("tools/list lacks %s: %v", want, listed)
+					}
+				}
+				if slices.Contains(listed, "fs__read_text_file") || slices.Contains(listed, "fs__echo_raw") {
+					t.Errorf("tools/list holds unpinned provider tools: %v", listed)
+				}
+
+				a := find(t, c, map[string]any{"query": "read the contents of a file", "limit": 3})
+				if len(a.Matches) == 0 || a.Matches[0].Name != "fs__read_text_file" {
+					t.Fatalf("find: %+v", a.Matches)
+				}
+				m := a.Matches[0]
+				if m.Server != "fs" || m.Score <= 0 || !strings.Contains(string(m.InputSchema), `"path"`) ||
+					m.Description != "Read complete contents of a file as text" {
+					t.Errorf("match: %+v", m)
+				}
+				if len(a.Matches) > 3 {
+					t.Errorf("limit 3, got %d matches", len(a.Matches))
+				}
+
+				// Unlisted, and called by name all the same.
+				if text, _, isErr := c.call(t, "fs__read_text_file", map[string]any{"path": "/a"}); isErr || text != "read_text_file /a" {
+					t.Errorf("calling an unlisted name: %q (error %v)", text, isErr)
+				}
+
+				drain(c)
+				a = find(t, c, map[string]any{"query": "list directory contents", "limit": 1, "activate": true})
+				if len(a.Matches) != 1 || a.Matches[0].Name != "fs__list_directory" || !slices.Equal(a.Activated, []string{"fs__list_directory"}) {
+					t.Fatalf("activate: %+v", a)
+				}
+				awaitChanged(t, c, "activate")
+				if listed := c.list(t); !slices.Contains(listed, "fs__list_directory") || slices.Contains(listed, "fs__write_file") {
+					t.Errorf("after activate: %v", listed)
+				}
+
+				drain(c)
+				a = find(t, c, map[string]any{"reset": true})
+				if a.Deactivated == nil || *a.Deactivated != 1 {
+					t.Fatalf("reset: %+v", a)
+				}
+				awaitChanged(t, c, "reset")
+				if listed := c.list(t); slices.Contains(listed, "fs__list_directory") || !slices.Contains(listed, "git__git_status") {
+					t.Errorf("after reset: %v", listed)
+				}
+			})
+		}
+	}
+}

@@ -230,13 +230,17 @@ func (g *Gateway) listedInSearch(ctx context.Context, tools []mcp.Tool) []mcp.To
 	}
 	l := f.search.listed.Load()
 	active := f.search.act.names(activationKey(ctx))
+	// Refresh replaces the bindings map whole, never changes it.
+	f.mu.RLock()
+	bound := f.bindings
+	f.mu.RUnlock()
 	out := make([]mcp.Tool, 0, 32)
 	for _, t := range tools {
 		switch {
 		case t.Name == findToolName:
 			t.Description = g.findDescription(ctx, l)
 		case l.pinned[t.Name] || active[t.Name]:
-		case f.binding(t.Name) != nil:
+		case bound[t.Name] != nil:
 			continue // found by search, called by name
 		}
 		out = append(out, t)

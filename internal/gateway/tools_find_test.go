@@ -41,7 +41,9 @@ func fsTools(s *mcpserver.MCPServer) {
 
 func gitTools(s *mcpserver.MCPServer) {
 	s.AddTool(mcp.NewTool("git_status", mcp.WithDescription("Shows the working tree status"), mcp.WithString("repo_path")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("clean"), nil })
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("clean"), nil
+		})
 }
 
 // searchGateway is a gateway in search mode over providers fs and git

@@ -1,28 +1,31 @@
 // Package toolsearch ranks the tools behind the front door for a
-// natural-language query: SQLite FTS5 (BM25, porter stemming) over the
-// words of each tool's callable and raw names, its title, description and
-// parameter names, and its server's ID and summary.
+// natural-language query: BM25 (bleve, in memory) over the words of each
+// tool's callable and raw names, its title, description and parameter
+// names, and its server's ID and summary, with English stemming.
 //
 // The index is kept off the request path: the front door publishes the
 // whole catalog (a cheap map hand-over) whenever it changes, and Run
-// applies what changed, server by server, each in its own short
-// transaction. A search never waits for more than one server's update,
-// and a list or a call never touches the index at all.
+// applies what changed, rewriting only the servers whose tools changed,
+// in one batch. Searches read a snapshot and never wait for a batch, and
+// a list or a call never touches the index at all.
 package toolsearch
 
 import (
 	"cmp"
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver, with FTS5
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
 )
 
 // Doc is one callable tool as the index knows it.
@@ -58,27 +61,23 @@ type Query struct {
 	Allow func(callable, server string) bool
 }
 
-// Column weights of bm25(): a word in a tool's name says more about what
-// it does than the same word in a long description.
-const (
-	weightNames   = 6.0
-	weightTitle   = 4.0
-	weightDesc    = 2.0
-	weightParams  = 1.0
-	weightContext = 1.5 // server ID and summary
-)
+// Field boosts: a word in a tool's name says more about what it does
+// than the same word in a long description.
+var fieldBoosts = []struct {
+	field string
+	boost float64
+}{{"names", 6}, {"title", 4}, {"description", 2}, {"params", 1}, {"context", 1.5}}
 
-const schema = `CREATE VIRTUAL TABLE docs USING fts5(
-	callable UNINDEXED, server UNINDEXED,
-	names, title, description, params, context,
-	tokenize = 'porter unicode61 remove_diacritics 2')`
+// synonymWeight is what a synonym's match counts for beside a query
+// word's.
+const synonymWeight = 0.5
 
-// Index is an in-memory FTS5 index of tool docs.
+// Index is an in-memory BM25 index of tool docs.
 type Index struct {
-	// db has one connection: an in-memory SQLite database lives in its
-	// connection, and one connection also makes writes and reads take
-	// turns without SQLITE_BUSY.
-	db *sql.DB
+	idx bleve.Index
+	// serverOf maps each indexed callable name to its server; swapped
+	// whole after each batch.
+	serverOf atomic.Pointer[map[string]string]
 
 	mu        sync.Mutex
 	pending   map[string][]Doc // the latest published catalog, not applied yet
@@ -87,31 +86,36 @@ type Index struct {
 	appliedCh chan struct{} // closed when applied changes
 	wake      chan struct{}
 
-	// sigs is, by server, a hash of the docs applied, and rows their
-	// rowids (deleting by an UNINDEXED column would scan every doc); only
-	// Run touches them.
+	// sigs is, by server, a hash of the docs applied, and ids their doc
+	// IDs (callable names); only Run touches them.
 	sigs map[string]uint64
-	rows map[string][]int64
+	ids  map[string][]string
 }
 
 // New returns an empty index.
 func New() (*Index, error) {
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		return nil, fmt.Errorf("toolsearch: open: %w", err)
+	m := bleve.NewIndexMapping()
+	m.ScoringModel = "bm25"
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = en.AnalyzerName
+	text.Store, text.IncludeTermVectors, text.DocValues = false, false, false
+	doc := bleve.NewDocumentStaticMapping()
+	for _, f := range fieldBoosts {
+		doc.AddFieldMappingsAt(f.field, text)
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	if _, err := db.Exec(schema); err != nil {
-		_ = db.Close()
+	m.DefaultMapping = doc
+	// An empty path keeps scorch in memory.
+	idx, err := bleve.NewUsing("", m, scorch.Name, scorch.Name, nil)
+	if err != nil {
 		return nil, fmt.Errorf("toolsearch: create index: %w", err)
 	}
-	return &Index{db: db, appliedCh: make(chan struct{}), wake: make(chan struct{}, 1), sigs: map[string]uint64{}, rows: map[string][]int64{}}, nil
+	ix := &Index{idx: idx, appliedCh: make(chan struct{}), wake: make(chan struct{}, 1), sigs: map[string]uint64{}, ids: map[string][]string{}}
+	ix.serverOf.Store(&map[string]string{})
+	return ix, nil
 }
 
 // Close releases the index.
-func (ix *Index) Close() error { return ix.db.Close() }
+func (ix *Index) Close() error { return ix.idx.Close() }
 
 // Publish hands the whole catalog (server → docs) to the index and
 // returns its generation; Run applies it. It does no I/O. The caller must
@@ -190,84 +194,63 @@ func (ix *Index) Run(ctx context.Context) {
 	}
 }
 
-// apply brings the index to catalog, rewriting only the servers whose
-// docs changed.
-func (ix *Index) apply(ctx context.Context, catalog map[string][]Doc) error {
-	var errs []error
+// apply brings the index to catalog in one batch, rewriting only the
+// servers whose docs changed: their old docs are deleted first, so a
+// callable name that moved to another server is indexed once.
+func (ix *Index) apply(_ context.Context, catalog map[string][]Doc) error {
+	batch := ix.idx.NewBatch()
+	sigs := map[string]uint64{}
+	var changed []string
 	for server, docs := range catalog {
 		sig := docsHash(docs)
-		if old, ok := ix.sigs[server]; ok && old == sig {
-			continue
+		sigs[server] = sig
+		if old, ok := ix.sigs[server]; !ok || old != sig {
+			changed = append(changed, server)
 		}
-		if err := ix.replace(ctx, server, docs); err != nil {
-			delete(ix.sigs, server)
-			errs = append(errs, err)
-			continue
-		}
-		ix.sigs[server] = sig
 	}
 	for server := range ix.sigs {
-		if _, ok := catalog[server]; ok {
-			continue
+		if _, ok := catalog[server]; !ok {
+			changed = append(changed, server)
 		}
-		if err := ix.replace(ctx, server, nil); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		delete(ix.sigs, server)
 	}
-	return errors.Join(errs...)
-}
-
-// replace swaps server's docs in one transaction.
-func (ix *Index) replace(ctx context.Context, server string, docs []Doc) error {
-	tx, err := ix.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("toolsearch: %s: %w", server, err)
+	if len(changed) == 0 {
+		return nil
 	}
-	defer func() { _ = tx.Rollback() }()
-	if old := ix.rows[server]; len(old) > 0 {
-		del, err := tx.PrepareContext(ctx, `DELETE FROM docs WHERE rowid = ?`)
-		if err != nil {
-			return fmt.Errorf("toolsearch: %s: %w", server, err)
+	for _, server := range changed {
+		for _, id := range ix.ids[server] {
+			batch.Delete(id)
 		}
-		defer del.Close()
-		for _, id := range old {
-			if _, err := del.ExecContext(ctx, id); err != nil {
-				return fmt.Errorf("toolsearch: %s: %w", server, err)
+	}
+	var errs []error
+	for _, server := range changed {
+		for _, d := range catalog[server] {
+			err := batch.Index(d.Callable, map[string]any{
+				"names":       nameText(d.Callable, d.Tool),
+				"title":       d.Title,
+				"description": d.Description,
+				"params":      nameText(d.Params...),
+				"context":     nameText(d.Server) + " " + d.Summary,
+			})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("toolsearch: %s: %w", d.Callable, err))
 			}
 		}
 	}
-	var ids []int64
-	if len(docs) > 0 {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO docs(callable, server, names, title, description, params, context) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("toolsearch: %s: %w", server, err)
-		}
-		defer ins.Close()
+	if err := ix.idx.Batch(batch); err != nil {
+		// Nothing was applied: the next catalog tries every change again.
+		return fmt.Errorf("toolsearch: apply: %w", err)
+	}
+	serverOf := make(map[string]string, len(*ix.serverOf.Load()))
+	ids := make(map[string][]string, len(catalog))
+	for server, docs := range catalog {
 		for _, d := range docs {
-			params := nameText(d.Params...)
-			origin := nameText(d.Server) + " " + d.Summary
-			res, err := ins.ExecContext(ctx, d.Callable, d.Server, nameText(d.Callable, d.Tool), d.Title, d.Description, params, origin)
-			if err != nil {
-				return fmt.Errorf("toolsearch: %s: %w", server, err)
-			}
-			id, err := res.LastInsertId()
-			if err != nil {
-				return fmt.Errorf("toolsearch: %s: %w", server, err)
-			}
-			ids = append(ids, id)
+			serverOf[d.Callable] = server
+			ids[server] = append(ids[server], d.Callable)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("toolsearch: %s: %w", server, err)
-	}
-	if len(ids) > 0 {
-		ix.rows[server] = ids
-	} else {
-		delete(ix.rows, server)
-	}
-	return nil
+	ix.serverOf.Store(&serverOf)
+	ix.ids, ix.sigs = ids, sigs
+	return errors.Join(errs...)
 }
 
 func docsHash(docs []Doc) uint64 {
@@ -286,16 +269,10 @@ func docsHash(docs []Doc) uint64 {
 	return h.Sum64()
 }
 
-// rankSQL ranks every matching doc; servers, a JSON list, narrows it when
-// not null.
-var rankSQL = fmt.Sprintf(`SELECT callable, server, bm25(docs, 0, 0, %g, %g, %g, %g, %g)
-	FROM docs WHERE docs MATCH ?1 AND (?2 IS NULL OR server IN (SELECT value FROM json_each(?2)))`,
-	weightNames, weightTitle, weightDesc, weightParams, weightContext)
-
-// synonymWeight is what a synonym's match counts for beside a query
-// word's: FTS5 cannot weight terms within one query, so synonyms are
-// ranked by a second query and added at this weight.
-const synonymWeight = 0.5
+// candidates is how many hits a search ranks at first: enough for any
+// limit after the caller's view drops some; Search ranks all the matches
+// when it is not.
+const candidates = 300
 
 // Search ranks the docs for q.Text. A query with no meaningful word finds
 // nothing.
@@ -304,66 +281,51 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if len(words) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	var servers any
-	if len(q.Servers) > 0 {
-		b, err := json.Marshal(q.Servers)
+	var parts []query.Query
+	add := func(terms []string, weight float64) {
+		if len(terms) == 0 {
+			return
+		}
+		text := strings.Join(terms, " ")
+		for _, f := range fieldBoosts {
+			m := bleve.NewMatchQuery(text)
+			m.SetField(f.field)
+			m.SetBoost(f.boost * weight)
+			parts = append(parts, m)
+		}
+	}
+	add(words, 1)
+	add(syns, synonymWeight)
+	serverOf := *ix.serverOf.Load()
+	for size := candidates; ; {
+		req := bleve.NewSearchRequestOptions(bleve.NewDisjunctionQuery(parts...), size, 0, false)
+		res, err := ix.idx.SearchInContext(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("toolsearch: search: %w", err)
 		}
-		servers = string(b)
-	}
-	scores := map[string]*Hit{}
-	var order []*Hit
-	rank := func(terms []string, weight float64) error {
-		if len(terms) == 0 {
-			return nil
-		}
-		quoted := make([]string, len(terms))
-		for i, t := range terms {
-			quoted[i] = `"` + t + `"` // Words yields letters and digits only
-		}
-		rows, err := ix.db.QueryContext(ctx, rankSQL, strings.Join(quoted, " OR "), servers)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var callable, server string
-			var bm25 float64
-			if err := rows.Scan(&callable, &server, &bm25); err != nil {
-				return err
+		// Ties in name order, the same every time.
+		slices.SortStableFunc(res.Hits, func(a, b *search.DocumentMatch) int {
+			if c := cmp.Compare(b.Score, a.Score); c != 0 {
+				return c
 			}
-			h := scores[callable]
-			if h == nil {
-				h = &Hit{Callable: callable, Server: server}
-				scores[callable] = h
-				order = append(order, h)
+			return strings.Compare(a.ID, b.ID)
+		})
+		var hits []Hit
+		for _, h := range res.Hits {
+			server := serverOf[h.ID]
+			if server == "" || (len(q.Servers) > 0 && !slices.Contains(q.Servers, server)) ||
+				(q.Allow != nil && !q.Allow(h.ID, server)) {
+				continue
 			}
-			h.Score += -bm25 * weight // bm25() is lower for better matches
+			hits = append(hits, Hit{Callable: h.ID, Server: server, Score: h.Score})
+			if len(hits) == q.Limit {
+				break
+			}
 		}
-		return rows.Err()
-	}
-	if err := rank(words, 1); err != nil {
-		return nil, fmt.Errorf("toolsearch: search: %w", err)
-	}
-	if err := rank(syns, synonymWeight); err != nil {
-		return nil, fmt.Errorf("toolsearch: search: %w", err)
-	}
-	slices.SortStableFunc(order, func(a, b *Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
+		if len(hits) == q.Limit || uint64(size) >= res.Total {
+			return hits, nil
 		}
-		return strings.Compare(a.Callable, b.Callable)
-	})
-	var hits []Hit
-	for _, h := range order {
-		if q.Allow != nil && !q.Allow(h.Callable, h.Server) {
-			continue
-		}
-		hits = append(hits, *h)
-		if len(hits) == q.Limit {
-			break
-		}
+		// The caller's view dropped too many of the best: rank them all.
+		size = int(res.Total)
 	}
-	return hits, nil
 }

@@ -2,10 +2,13 @@ package toolsearch
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestWords(t *testing.T) {
@@ -181,4 +184,47 @@ func TestCatchUp(t *testing.T) {
 	if took > raceSlowdown*100*time.Millisecond {
 		t.Errorf("catch-up took %v, want at most %v", took, raceSlowdown*100*time.Millisecond)
 	}
+}
+
+// BenchmarkSearch is one labelled query over 1,228 tools, index only.
+func BenchmarkSearch(b *testing.B) {
+	ix, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	ctx := b.Context()
+	go ix.Run(ctx)
+	catalog, _ := loadCatalog(b)
+	if err := ix.WaitApplied(ctx, ix.Publish(synthetic(b, 1228))); err != nil {
+		b.Fatal(err)
+	}
+	queries := loadQueries(b, catalog)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu []time.Duration
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		began := threadCPU()
+		if _, err := ix.Search(ctx, Query{Text: queries[i%len(queries)].query, Limit: 10}); err != nil {
+			b.Fatal(err)
+		}
+		cpu = append(cpu, threadCPU()-began)
+		i++
+	}
+	b.StopTimer()
+	slices.Sort(cpu)
+	b.ReportMetric(float64(cpu[len(cpu)/2].Microseconds()), "cpu-p50-µs")
+	b.ReportMetric(float64(cpu[len(cpu)*99/100].Microseconds()), "cpu-p99-µs")
+}
+
+// threadCPU is the CPU time of the calling thread, to the nanosecond
+// (getrusage counts in scheduler ticks).
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }

@@ -426,7 +426,12 @@ func (f *FrontDoor) activationsChanged(ctx context.Context) {
 		return
 	}
 	if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
-		_ = srv.SendNotificationToClient(ctx, mcp.MethodNotificationToolsListChanged, nil)
+		if srv.SendNotificationToClient(ctx, mcp.MethodNotificationToolsListChanged, nil) == nil {
+			// mcp-go may drop it as the answer goes out: wait until the
+			// answer's stream holds it (progress_delivery.go).
+			progressQueued(ctx)
+			awaitProgressWritten(ctx)
+		}
 		return
 	}
 	srv.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 )
@@ -353,5 +355,205 @@ func TestSearchModeClients(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// predefined is a server whose catalog comes from the config: listed and
+// indexed without starting anything.
+func predefined(id string, tools ...[2]string) *config.Server {
+	s := server(id)
+	for _, t := range tools {
+		s.Tools.Predefined = append(s.Tools.Predefined, config.ToolDef{Name: t[0], Description: t[1],
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)})
+	}
+	return s
+}
+
+// runSearch runs h's front door and waits until its index caught up.
+func runSearch(t *testing.T, h *fdHarness) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.g.FrontDoor.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	h.refresh(t)
+	wctx, wcancel := context.WithTimeout(t.Context(), findTimeout)
+	defer wcancel()
+	if err := h.g.FrontDoor.SearchCaughtUp(wctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// callFind calls hangar_find_tools as ctx's caller through mcp-go.
+func callFind(t *testing.T, ctx context.Context, s *mcpserver.MCPServer, args map[string]any) (findAnswer, string, bool) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"name": "hangar_find_tools", "arguments": args})
+	var res mcp.CallToolResult
+	raw := rpc(t, ctx, s, "tools/call", string(b))
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	var a findAnswer
+	if !res.IsError {
+		if err := json.Unmarshal([]byte(text), &a); err != nil {
+			t.Fatalf("answer %q: %v", text, err)
+		}
+	}
+	return a, text, res.IsError
+}
+
+func matchNames(a findAnswer) []string {
+	var out []string
+	for _, m := range a.Matches {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// TestFindToolsCallerView: what hangar_find_tools finds and describes,
+// and what search mode lists, is the caller's view: token servers,
+// scopes and policy apply; pins are per server or per tool.
+func TestFindToolsCallerView(t *testing.T) {
+	t.Parallel()
+	fs := predefined("fs", [2]string{"read_text_file", "Read complete contents of a file as text"}, [2]string{"write_file", "Create new file or overwrite existing"})
+	fs.Summary = "Files on the local disk"
+	git := predefined("git", [2]string{"git_status", "Shows the working tree status"}, [2]string{"git_log", "Shows the commit logs"})
+	git.PinnedTools = []string{"git_status"}
+	pay := predefined("pay", [2]string{"create_refund", "Refund a payment intent"})
+	h := newFrontDoor(t, nil, nil, func(c *config.Config) { c.FrontDoor.Discovery = config.DiscoverySearch }, fs, git, pay)
+	h.g.Refuse = func(id string) error {
+		if id == "pay" {
+			return errors.New("disabled by policy")
+		}
+		return nil
+	}
+	runSearch(t, h)
+
+	tests := []struct {
+		name        string
+		id          *auth.Identity
+		query       string
+		want        []string // first matches, in order
+		listed      []string // provider tools listed
+		described   []string
+		undescribed []string
+	}{
+		{"local", nil, "read a file", []string{"fs__read_text_file", "fs__write_file"}, []string{"git__git_status"},
+			[]string{"- fs (2 tools): Files on the local disk", "- git (2 tools): tools such as git_log, git_status"}, []string{"pay"}},
+		{"token servers fs", ptr(auth.NewIdentity("t", auth.KindToken, []string{auth.ScopeRead, auth.ScopeCall}, []string{"fs"})),
+			"read the working tree status of a file", []string{"fs__read_text_file"}, nil,
+			[]string{"- fs (2 tools)"}, []string{"- git", "pay"}},
+		{"read only", ptr(auth.NewIdentity("t", auth.KindToken, []string{auth.ScopeRead}, nil)), "read a file", nil, nil,
+			[]string{"No server's tools are available to you."}, []string{"- fs", "- git"}},
+		{"policy", nil, "refund a payment", nil, []string{"git__git_status"}, []string{"- fs"}, []string{"pay"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			if tt.id != nil {
+				ctx = auth.WithIdentity(ctx, *tt.id)
+			}
+			a, text, isErr := callFind(t, ctx, h.srv, map[string]any{"query": tt.query, "limit": 5})
+			if isErr {
+				t.Fatalf("find: %s", text)
+			}
+			if got := matchNames(a); len(got) < len(tt.want) || !slices.Equal(got[:len(tt.want)], tt.want) || (len(tt.want) == 0 && len(got) > 0) {
+				t.Errorf("matches %v, want first %v", got, tt.want)
+			}
+			for _, m := range a.Matches {
+				if m.Server == "pay" || (tt.id != nil && len(tt.id.Servers) > 0 && m.Server != "fs") {
+					t.Errorf("match outside the caller's view: %+v", m)
+				}
+			}
+			tools := toolList(t, ctx, h.srv)
+			if got := providerNames(tools); !slices.Equal(got, tt.listed) {
+				t.Errorf("listed %v, want %v", got, tt.listed)
+			}
+			var desc string
+			if err := json.Unmarshal(tools["hangar_find_tools"]["description"], &desc); err != nil {
+				t.Fatalf("hangar_find_tools not listed: %v", err)
+			}
+			for _, s := range tt.described {
+				if !strings.Contains(desc, s) {
+					t.Errorf("description lacks %q:\n%s", s, desc)
+				}
+			}
+			for _, s := range tt.undescribed {
+				if strings.Contains(desc, s) {
+					t.Errorf("description has %q:\n%s", s, desc)
+				}
+			}
+		})
+	}
+}
+
+// TestFindToolsArguments: bad arguments are tool errors naming the
+// argument; servers narrows the search.
+func TestFindToolsArguments(t *testing.T) {
+	t.Parallel()
+	fs := predefined("fs", [2]string{"read_text_file", "Read complete contents of a file as text"})
+	docs := predefined("docs", [2]string{"read_page", "Read a documentation page"})
+	h := newFrontDoor(t, nil, nil, func(c *config.Config) { c.FrontDoor.Discovery = config.DiscoverySearch }, fs, docs)
+	runSearch(t, h)
+	ctx := t.Context()
+	for _, tt := range []struct {
+		args map[string]any
+		err  string
+	}{
+		{map[string]any{}, "invalid_argument: query is required unless reset is true"},
+		{map[string]any{"query": "read", "limit": 0}, "invalid_argument: limit must be between 1 and 50 (got 0)"},
+		{map[string]any{"query": "read", "limit": 51}, "invalid_argument: limit must be between 1 and 50 (got 51)"},
+		{map[string]any{"query": "read", "servers": "fs"}, "invalid_argument: servers must be a list of strings"},
+	} {
+		if _, text, isErr := callFind(t, ctx, h.srv, tt.args); !isErr || text != tt.err {
+			t.Errorf("%v: %q (error %v), want %q", tt.args, text, isErr, tt.err)
+		}
+	}
+	a, _, _ := callFind(t, ctx, h.srv, map[string]any{"query": "read", "servers": []string{"docs"}})
+	if got := matchNames(a); !slices.Equal(got, []string{"docs__read_page"}) {
+		t.Errorf("servers [docs]: %v", got)
+	}
+	a, _, _ = callFind(t, ctx, h.srv, map[string]any{"query": "of the a"})
+	if len(a.Matches) != 0 {
+		t.Errorf("stopwords only: %v", matchNames(a))
+	}
+}
+
+// TestListModeHasNoFind: front_door.discovery list (the default) lists
+// every provider tool and no hangar_find_tools.
+func TestListModeHasNoFind(t *testing.T) {
+	t.Parallel()
+	h := newFrontDoor(t, nil, nil, nil, predefined("fs", [2]string{"read_text_file", "Read a file"}))
+	h.refresh(t)
+	tools := toolList(t, t.Context(), h.srv)
+	if _, ok := tools["hangar_find_tools"]; ok {
+		t.Error("hangar_find_tools listed in list mode")
+	}
+	if got := providerNames(tools); !slices.Equal(got, []string{"fs__read_text_file"}) {
+		t.Errorf("listed %v", got)
+	}
+}
+
+// TestFindActivationIsPerSession: what one session activates, another
+// session does not list.
+func TestFindActivationIsPerSession(t *testing.T) {
+	t.Parallel()
+	g := newSearchGateway(t)
+	a := dialMCPGo(t, g.url, mcp.ProtocolVersion20251125)
+	b := dialMCPGo(t, g.url, mcp.ProtocolVersion20251125)
+	find(t, a, map[string]any{"query": "write a file", "limit": 1, "activate": true})
+	awaitChanged(t, a, "activate")
+	if !slices.Contains(a.list(t), "fs__write_file") {
+		t.Fatal("the activating session does not list fs__write_file")
+	}
+	if slices.Contains(b.list(t), "fs__write_file") {
+		t.Error("another session lists what the first activated")
 	}
 }

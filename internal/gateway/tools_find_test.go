@@ -557,3 +557,36 @@ func TestFindActivationIsPerSession(t *testing.T) {
 		t.Error("another session lists what the first activated")
 	}
 }
+
+// TestFindFollowsCatalog: a server added to the catalog is found once the
+// index caught up; a removed one is never found again, even before.
+func TestFindFollowsCatalog(t *testing.T) {
+	t.Parallel()
+	h := newFrontDoor(t, nil, nil, func(c *config.Config) { c.FrontDoor.Discovery = config.DiscoverySearch },
+		predefined("fs", [2]string{"read_text_file", "Read complete contents of a file as text"}))
+	runSearch(t, h)
+	ctx := t.Context()
+	if a, _, _ := callFind(t, ctx, h.srv, map[string]any{"query": "current time in a timezone"}); len(a.Matches) != 0 {
+		t.Fatalf("before: %v", matchNames(a))
+	}
+	h.mgr.Add(predefined("time", [2]string{"get_current_time", "Get current time in a specific timezone"}))
+	began := time.Now()
+	h.refresh(t)
+	wctx, cancel := context.WithTimeout(ctx, findTimeout)
+	defer cancel()
+	if err := h.g.FrontDoor.SearchCaughtUp(wctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("index caught up %v after the refresh began", time.Since(began))
+	a, _, _ := callFind(t, ctx, h.srv, map[string]any{"query": "current time in a timezone"})
+	if got := matchNames(a); !slices.Equal(got, []string{"time__get_current_time"}) {
+		t.Fatalf("after adding: %v", got)
+	}
+	if _, ok := h.mgr.Remove("time"); !ok {
+		t.Fatal("time not removed")
+	}
+	h.refresh(t) // bindings go at once; the index follows in the background
+	if a, _, _ := callFind(t, ctx, h.srv, map[string]any{"query": "current time in a timezone"}); len(a.Matches) != 0 {
+		t.Errorf("after removing: %v", matchNames(a))
+	}
+}

@@ -183,12 +183,14 @@ func (f *FrontDoor) refreshSearch(servables []Servable, byServer map[string][]*b
 }
 
 // derivedSummary is a server's line when its config has no summary: what
-// its tools are called.
+// its tools are called. Callable names, not the provider's raw ones: they
+// are [A-Za-z0-9_-] only, so a provider cannot write prose into the
+// description every agent reads.
 func derivedSummary(bs []*binding) string {
 	const shown = 6
 	names := make([]string, 0, shown)
 	for _, b := range bs[:min(shown, len(bs))] {
-		names = append(names, b.Tool)
+		names = append(names, b.Callable)
 	}
 	s := "tools such as " + strings.Join(names, ", ")
 	if len(bs) > shown {

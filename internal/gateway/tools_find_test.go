@@ -445,7 +445,7 @@ func TestFindToolsCallerView(t *testing.T) {
 		undescribed []string
 	}{
 		{"local", nil, "read a file", []string{"fs__read_text_file", "fs__write_file"}, []string{"git__git_status"},
-			[]string{"- fs (2 tools): Files on the local disk", "- git (2 tools): tools such as git_log, git_status"}, []string{"pay"}},
+			[]string{"- fs (2 tools): Files on the local disk", "- git (2 tools): tools such as git__git_log, git__git_status"}, []string{"pay"}},
 		{"token servers fs", ptr(auth.NewIdentity("t", auth.KindToken, []string{auth.ScopeRead, auth.ScopeCall}, []string{"fs"})),
 			"read the working tree status of a file", []string{"fs__read_text_file"}, nil,
 			[]string{"- fs (2 tools)"}, []string{"- git", "pay"}},

@@ -104,9 +104,13 @@ func newToolSearch(log *slog.Logger) *toolSearch {
 	return s
 }
 
-// run keeps the index until ctx ends.
+// run keeps the index until ctx ends, then releases it: the front door
+// is done, and a search after it fails rather than reading a stale index.
 func (s *toolSearch) run(ctx context.Context) {
 	s.index.Run(ctx)
+	if err := s.index.Close(); err != nil {
+		s.log.Warn("tool index not closed", FieldError, err)
+	}
 }
 
 // refreshSearch is Refresh's hook: it publishes the catalog to the index

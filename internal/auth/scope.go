@@ -16,6 +16,7 @@ var toolScopes = map[string]string{
 	"hangar_quarantine":          ScopeRead,
 	"hangar_sources":             ScopeRead,
 	"hangar_group_list":          ScopeRead,
+	"hangar_find_tools":          ScopeRead,
 	"hangar_call":                ScopeCall,
 	"hangar_fetch_continuation":  ScopeCall,
 	"hangar_delete_continuation": ScopeCall,

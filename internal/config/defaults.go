@@ -58,7 +58,7 @@ func defaults() *Config {
 		Images:     Images{Pull: PullIfNotPresent, AllowedRegistries: []string{"*"}},
 		HTTP:       defaultHTTPServer(),
 		ToolAccess: ToolAccess{Mode: AccessFrontDoor},
-		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true},
+		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true, Discovery: DiscoveryList},
 	}
 }
 

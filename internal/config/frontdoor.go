@@ -1,6 +1,9 @@
 package config
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // Tool access modes (tool_access.mode, the Python Hangar's key).
 const (
@@ -23,9 +26,25 @@ type ToolAccess struct {
 	Mode string // AccessFrontDoor (default) | AccessEgress
 }
 
+// Front-door discovery modes (front_door.discovery).
+const (
+	// DiscoveryList lists every provider tool in tools/list (the default).
+	DiscoveryList = "list"
+	// DiscoverySearch lists the hangar_* tools, pinned tools and
+	// hangar_find_tools; every other callable name is found by search and
+	// still answers when called.
+	DiscoverySearch = "search"
+)
+
+// maxSummary bounds a server's summary: it is one line of the find tool's
+// description, which every agent reads.
+const maxSummary = 200
+
 // FrontDoor is the front_door section.
 type FrontDoor struct {
 	Naming string // NamingPrefixed (default) | NamingFlat
+	// Discovery is DiscoveryList (default) or DiscoverySearch.
+	Discovery string
 	// Prefetch reads the catalog of every provider whose catalog is not
 	// known yet at start-up (start, tools/list, stop), so tools/list can
 	// show it without starting anything later. Default true.
@@ -44,10 +63,12 @@ func (d *decoder) toolAccess(root *section, cfg *Config) {
 	fd := root.sub("front_door")
 	fd.enum("naming", &cfg.FrontDoor.Naming, NamingPrefixed, NamingFlat)
 	fd.boolean("prefetch", &cfg.FrontDoor.Prefetch)
+	fd.enum("discovery", &cfg.FrontDoor.Discovery, DiscoveryList, DiscoverySearch)
 	fd.finish()
 }
 
-// serverFrontDoor decodes a server's prefix and expose keys.
+// serverFrontDoor decodes a server's prefix, expose, pinned and summary
+// keys.
 func (d *decoder) serverFrontDoor(s *section, srv *Server) {
 	if s.str("prefix", &srv.Prefix) && !prefixRe.MatchString(srv.Prefix) {
 		d.add(s.at("prefix"), "must be 1 to 32 characters of A-Z, a-z, 0-9, _ and - (got %q)", srv.Prefix)
@@ -55,4 +76,40 @@ func (d *decoder) serverFrontDoor(s *section, srv *Server) {
 	expose := true
 	s.boolean("expose", &expose)
 	srv.Hidden = !expose
+	d.pinned(s, srv)
+	if s.str("summary", &srv.Summary) {
+		srv.Summary = strings.TrimSpace(srv.Summary)
+		if srv.Summary == "" || len(srv.Summary) > maxSummary || strings.ContainsAny(srv.Summary, "\r\n") {
+			d.add(s.at("summary"), "must be one line of 1 to %d characters", maxSummary)
+		}
+	}
+}
+
+// pinned decodes pinned: true (every tool of the server) or a list of the
+// server's tool names.
+func (d *decoder) pinned(s *section, srv *Server) {
+	v, ok := s.take("pinned")
+	if !ok {
+		return
+	}
+	if l, isList := v.([]any); isList {
+		names, ok := d.strings(s.at("pinned"), l)
+		if !ok {
+			return
+		}
+		for i, n := range names {
+			if n == "" {
+				d.add(index(s.at("pinned"), i), "must be a tool name")
+				return
+			}
+		}
+		srv.PinnedTools = names
+		return
+	}
+	b, isBool := toBool(v)
+	if !isBool {
+		d.add(s.at("pinned"), "must be true, false or a list of tool names (got %s)", got(v))
+		return
+	}
+	srv.Pinned = b
 }

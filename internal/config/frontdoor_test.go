@@ -43,6 +43,28 @@ func TestFrontDoorKeys(t *testing.T) {
 		{"bad prefix", dockerMath + "    prefix: a.b\n", []string{`mcp_servers.math.prefix: must be 1 to 32 characters of A-Z, a-z, 0-9, _ and - (got "a.b")`}, nil},
 		{"long prefix", dockerMath + "    prefix: abcdefghijabcdefghijabcdefghijabc\n", []string{`mcp_servers.math.prefix: must be 1 to 32 characters of A-Z, a-z, 0-9, _ and - (got "abcdefghijabcdefghijabcdefghijabc")`}, nil},
 		{"bad expose", dockerMath + "    expose: sometimes\n", []string{"mcp_servers.math.expose: must be true or false (got \"sometimes\")"}, nil},
+		{"search mode, pins, summary", "front_door: {discovery: Search}\n" + dockerMath + "    pinned: true\n    summary: \" Sums and products \"\n", nil,
+			func(t *testing.T, c *Config) {
+				s := c.Servers["math"]
+				if c.FrontDoor.Discovery != DiscoverySearch || !s.Pinned || s.PinnedTools != nil || s.Summary != "Sums and products" {
+					t.Errorf("got discovery %q pinned %v %q summary %q", c.FrontDoor.Discovery, s.Pinned, s.PinnedTools, s.Summary)
+				}
+			}},
+		{"pinned tools", dockerMath + "    pinned: [add, mul]\n", nil, func(t *testing.T, c *Config) {
+			if s := c.Servers["math"]; s.Pinned || !slices.Equal(s.PinnedTools, []string{"add", "mul"}) {
+				t.Errorf("got pinned %v %q", s.Pinned, s.PinnedTools)
+			}
+		}},
+		{"default discovery", dockerMath, nil, func(t *testing.T, c *Config) {
+			if c.FrontDoor.Discovery != DiscoveryList || c.Servers["math"].Pinned || c.Servers["math"].Summary != "" {
+				t.Errorf("defaults: %+v", c.FrontDoor)
+			}
+		}},
+		{"bad discovery", "front_door: {discovery: lazy}\n", []string{`front_door.discovery: must be one of list, search (got "lazy")`}, nil},
+		{"bad pinned", dockerMath + "    pinned: often\n", []string{`mcp_servers.math.pinned: must be true, false or a list of tool names (got "often")`}, nil},
+		{"empty pinned tool", dockerMath + "    pinned: [add, \"\"]\n", []string{`mcp_servers.math.pinned[1]: must be a tool name`}, nil},
+		{"two-line summary", dockerMath + "    summary: \"a\\nb\"\n", []string{`mcp_servers.math.summary: must be one line of 1 to 200 characters`}, nil},
+		{"empty summary", dockerMath + "    summary: \"  \"\n", []string{`mcp_servers.math.summary: must be one line of 1 to 200 characters`}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -236,7 +236,7 @@ data_dir: /var/lib/hangar
 			Verify: &Verify{PublicKey: "/etc/hangar/cosign.pub"}},
 		HTTP:       HTTPServer{SessionIdleTTL: 10 * time.Minute, MaxSessions: 50, MaxSessionsPerIdentity: 5},
 		ToolAccess: ToolAccess{Mode: AccessFrontDoor},
-		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true},
+		FrontDoor:  FrontDoor{Naming: NamingPrefixed, Prefetch: true, Discovery: DiscoveryList},
 		DataDir:    "/var/lib/hangar",
 	}
 	gotRest := *cfg

@@ -165,6 +165,14 @@ type Server struct {
 	// Hidden keeps the server's tools off the front door (expose: false,
 	// allow_implicit_invocation false); hangar_call still reaches it.
 	Hidden bool
+	// Pinned lists all of the server's tools in front_door discovery
+	// "search" (pinned: true); PinnedTools lists only these raw tool names
+	// (pinned: [a, b]).
+	Pinned      bool
+	PinnedTools []string
+	// Summary is the server's one line in hangar_find_tools' description
+	// (summary:); "" derives one from its tools.
+	Summary string
 
 	// Origin says where the server came from: "" (config file), "docker"
 	// or "filesystem" (discovery), OriginRegistry (hangar_load).

@@ -128,6 +128,9 @@ type FrontDoor struct {
 	// resubFailed is, by subscription, the error of its last renewal;
 	// only Run touches it.
 	resubFailed map[subKey]string
+	// search is the tool search of front_door.discovery "search"
+	// (tools_find.go); nil in list mode.
+	search *toolSearch
 }
 
 // NewFrontDoor returns a front door over src; Attach gives it its server.
@@ -135,7 +138,7 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 	if log == nil {
 		log = slog.Default()
 	}
-	return &FrontDoor{
+	f := &FrontDoor{
 		src:       src,
 		naming:    cfg.FrontDoor.Naming,
 		prefetch:  cfg.FrontDoor.Prefetch,
@@ -153,6 +156,10 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 
 		extrasSaved: map[string]string{},
 	}
+	if cfg.FrontDoor.Discovery == config.DiscoverySearch {
+		f.search = newToolSearch(f.log)
+	}
+	return f
 }
 
 // ServerOptions are the MCP server options the front door needs: tools
@@ -192,6 +199,10 @@ func (f *FrontDoor) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sem := make(chan struct{}, prefetchParallelism)
+	if f.search != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.search.run(ctx) }()
+	}
 	t := time.NewTicker(frontDoorTick)
 	defer t.Stop()
 	for {
@@ -326,6 +337,7 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	f.mu.Lock()
 	f.bindings, f.byServer, f.versions, f.hidden, f.groups = bindings, byServer, versions, hidden, groups
 	f.mu.Unlock()
+	f.refreshSearch(servables, byServer, sig.String(), change)
 
 	if !change {
 		return prefetch

@@ -144,7 +144,7 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 			st.ServeHTTP(w, r)
 			return
 		}
-		key := listingKey{view: viewOf(r.Context()), version: version}
+		key := listingKey{view: viewOf(r.Context()) + f.searchView(r.Context()), version: version}
 		answer, gen, keep := f.listing.get(key)
 		if !keep {
 			st.ServeHTTP(w, r) // the tool set is changing

@@ -371,6 +371,7 @@ func (f *FrontDoor) Hooks(base *server.Hooks) *server.Hooks {
 	h.OnAfterListResources = append(append([]server.OnAfterListResourcesFunc{}, h.OnAfterListResources...), f.resourceFilter)
 	h.OnAfterListResourceTemplates = append(append([]server.OnAfterListResourceTemplatesFunc{}, h.OnAfterListResourceTemplates...), f.templateFilter)
 	h.OnUnregisterSession = append(append([]server.OnUnregisterSessionHookFunc{}, h.OnUnregisterSession...),
-		func(ctx context.Context, s server.ClientSession) { f.sessionEnded(ctx, s.SessionID()) })
+		func(ctx context.Context, s server.ClientSession) { f.sessionEnded(ctx, s.SessionID()) },
+		func(_ context.Context, s server.ClientSession) { f.searchSessionEnded(s.SessionID()) })
 	return h
 }

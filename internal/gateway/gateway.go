@@ -267,6 +267,10 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
 		g.FrontDoor.Withheld = g.withheld
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
+		if g.FrontDoor.search != nil {
+			// The first tool filter: listedInSearch sees the whole set.
+			opts = append(opts, server.WithToolFilter(g.listedInSearch))
+		}
 		hooks = g.FrontDoor.Hooks(hooks)
 	}
 	if hooks != nil {
@@ -397,6 +401,7 @@ func (g *Gateway) tools() []server.ServerTool {
 	all = append(all, g.discoveryTools()...)
 	all = append(all, g.groupTools()...)
 	all = append(all, g.hotloadTools()...)
+	all = append(all, g.searchTools()...)
 	return all
 }
 

@@ -15,7 +15,9 @@ import (
 // that its forwarder took off the queue just as the response is written
 // (the forwarder then finds the request done). So a call that relayed
 // progress returns only once the response stream holds every notification
-// it queued, or a moment has passed: the writer below counts them.
+// it queued, or a moment has passed: the writer below counts them. The
+// tools/list_changed that hangar_find_tools sends its session on
+// activate or reset (tools_find.go) is counted the same way.
 
 // progressWriteWait bounds how long a call's result waits for its last
 // progress to be written.
@@ -33,6 +35,9 @@ type progressCount struct {
 // notification (writeSSEEvent: one Write per event).
 var progressEvent = []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"notifications/progress"`)
 
+// listChangedEvent starts the SSE event of a tools/list_changed.
+var listChangedEvent = []byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"`)
+
 type progressWriter struct {
 	http.ResponseWriter
 	n *progressCount
@@ -40,7 +45,7 @@ type progressWriter struct {
 
 func (w progressWriter) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
-	if err == nil && bytes.HasPrefix(p, progressEvent) {
+	if err == nil && (bytes.HasPrefix(p, progressEvent) || bytes.HasPrefix(p, listChangedEvent)) {
 		w.n.written.Add(1)
 	}
 	return n, err
@@ -55,11 +60,13 @@ func (w progressWriter) Flush() {
 func (w progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // countProgress counts the progress written for tools/call requests that
-// carry a progressToken; every other request passes untouched.
+// carry a progressToken, and the list_changed written for calls of
+// hangar_find_tools; every other request passes untouched.
 func countProgress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		env, ok := RequestEnvelope(r.Context())
-		if !ok || env.Method != string(mcp.MethodToolsCall) || !bytes.Contains(env.params, []byte(`"progressToken"`)) {
+		if !ok || env.Method != string(mcp.MethodToolsCall) ||
+			(!bytes.Contains(env.params, []byte(`"progressToken"`)) && !bytes.Contains(env.params, []byte(`"`+findToolName+`"`))) {
 			next.ServeHTTP(w, r)
 			return
 		}

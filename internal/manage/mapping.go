@@ -139,6 +139,9 @@ type Entry struct {
 	Token         string `json:"token,omitempty"`
 	Authorization string `json:"authorization,omitempty"`
 	Cwd           string `json:"cwd,omitempty"`
+	// Summary is the server's one line in hangar_find_tools' description
+	// (config's summary:).
+	Summary string `json:"summary,omitempty"`
 	// Egress is hangar's own field: the hosts the server asks to reach
 	// (egress rules); install.allowed_egress decides.
 	Egress *EntryEgress `json:"egress,omitempty"`
@@ -149,11 +152,14 @@ type EntryEgress struct {
 	Allow []string `json:"allow"`
 }
 
+// maxSummary bounds an entry's summary as config's summary: is bounded.
+const maxSummary = 200
+
 // knownFields are the entry keys Map understands; anything else is a
 // warning, not an error, because clients add their own (disabled,
 // autoApprove, …).
 var knownFields = []string{"type", "command", "args", "env", "envFile", "url", "headers", "token",
-	"authorization", "bearer_token", "bearerToken", "cwd", "egress"}
+	"authorization", "bearer_token", "bearerToken", "cwd", "egress", "summary"}
 
 // DecodeEntry reads one entry, strictly typed, warning about keys it does
 // not know.
@@ -192,6 +198,13 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 			err = json.Unmarshal(v, &e.Cwd)
 		case "egress":
 			err = json.Unmarshal(v, &e.Egress)
+		case "summary":
+			err = json.Unmarshal(v, &e.Summary)
+			if sum := strings.TrimSpace(e.Summary); err == nil && (sum == "" || len(sum) > maxSummary || strings.ContainsAny(sum, "\r\n")) {
+				diags.add(LevelError, CodeInvalidValue, fp, "must be one line of 1 to %d characters", maxSummary)
+				continue
+			}
+			e.Summary = strings.TrimSpace(e.Summary)
 		default:
 			diags.add(LevelWarning, CodeIgnored, fp, "unknown field %q ignored", k)
 			continue
@@ -267,6 +280,7 @@ func Map(name string, e Entry, field string, o Options) (*config.Server, Diagnos
 		return nil, diags
 	}
 	s.Origin = config.OriginInstalled
+	s.Summary = e.Summary
 	return s, diags
 }
 

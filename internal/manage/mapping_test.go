@@ -277,6 +277,20 @@ func checkSpec(t *testing.T, s *config.Server, w *mapped) {
 	}
 }
 
+// TestMapKeepsSummary: an installed entry's summary is the server's line
+// in hangar_find_tools' description, as config's summary: is.
+func TestMapKeepsSummary(t *testing.T) {
+	t.Parallel()
+	e, diags := DecodeEntry("mcpServers.x", json.RawMessage(`{"url":"https://mcp.example.com/mcp","summary":"  Example tools  "}`))
+	if diags.HasError() {
+		t.Fatalf("decode: %+v", diags)
+	}
+	s, d := Map("x", e, "mcpServers.x", Options{})
+	if d.HasError() || s == nil || s.Summary != "Example tools" {
+		t.Fatalf("summary %+v %+v", s, d)
+	}
+}
+
 func TestDecodeEntry(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -290,6 +304,9 @@ func TestDecodeEntry(t *testing.T) {
 		{`{"env":{"A":1}}`, []string{CodeInvalidValue}},
 		{`"npx"`, []string{CodeInvalidEntry}},
 		{`null`, []string{CodeInvalidEntry}},
+		{`{"command":"x","summary":"GitHub issues and pull requests"}`, nil},
+		{`{"command":"x","summary":"two\nlines"}`, []string{CodeInvalidValue}},
+		{`{"command":"x","summary":7}`, []string{CodeInvalidValue}},
 	}
 	for _, tt := range tests {
 		_, d := DecodeEntry("f", json.RawMessage(tt.in))

@@ -1,0 +1,5 @@
+//go:build !race
+
+package toolsearch
+
+const raceSlowdown = 1

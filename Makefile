@@ -1,38 +1,59 @@
 # hangar — build, images, tests, benchmarks. Nothing here pulls an image:
-# every image is FROM scratch around a static binary built on this host.
+# the gateway is built by the top-level Dockerfile on a Go image made from
+# this host's toolchain (go-base); the other images are FROM scratch around a
+# static binary built on this host.
 
 GO        ?= go
 IMAGES    := gateway math testkit everything gosdk-everything egresskit
 GOFLAGS_STATIC := CGO_ENABLED=0
 COMPOSE   := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; else echo docker-compose; fi)
 TEST_TIMEOUT ?= 15m
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The build stage's Go image. Where images can be pulled: make images GO_IMAGE=golang:1.26-bookworm
+GO_IMAGE  ?= mcp-hangar/go-base:dev
+GOROOT    := $(shell $(GO) env GOROOT)
+GOMODCACHE_HOST := $(shell $(GO) env GOMODCACHE)
 
-.PHONY: all build images test unit integration bench run run-stdio lint clean $(IMAGES:%=image-%)
+.PHONY: all build images test unit integration bench run run-stdio lint clean image-go-base $(IMAGES:%=image-%)
 
 all: build
 
 build:
-	$(GOFLAGS_STATIC) $(GO) build -trimpath -o bin/hangar ./cmd/hangar
+	$(GOFLAGS_STATIC) $(GO) build -trimpath -ldflags "-X github.com/mcp-hangar/hangar/internal/gateway.Version=$(VERSION)" -o bin/hangar ./cmd/hangar
 
-# build/<image>/ is each image's whole build context: the static binary (and
-# for the gateway its default config).
-build/gateway/hangar: FORCE
-	@mkdir -p build/gateway
-	$(GOFLAGS_STATIC) $(GO) build -trimpath -o $@ ./cmd/hangar
-	cp images/gateway/config.yaml build/gateway/config.yaml
+# The Go image the Dockerfile builds on here: this host's GOROOT and the
+# module cache of go.sum's modules, copied out of the host's cache (no
+# network). Rebuilt only when the toolchain or go.sum changed: the image's
+# label holds what it was made from.
+GO_BASE_KEY = $(shell { $(GO) version; cat go.sum images/go-base/Dockerfile; } | sha256sum | cut -c1-16)
+image-go-base:
+	@if [ "$$(docker image inspect -f '{{index .Config.Labels "io.mcp-hangar.go-base"}}' mcp-hangar/go-base:dev 2>/dev/null)" = "$(GO_BASE_KEY)" ]; then \
+		echo "mcp-hangar/go-base:dev is current"; \
+	else \
+		set -e; rm -rf build/go-base; mkdir -p build/go-base; \
+		$(GO) mod download; \
+		cp -al $(GOROOT) build/go-base/go 2>/dev/null || cp -a $(GOROOT) build/go-base/go; \
+		rm -rf build/go-base/go/test build/go-base/go/doc; \
+		GOFLAGS=-modcacherw GOMODCACHE=$(CURDIR)/build/go-base/mod GOPROXY=file://$(GOMODCACHE_HOST)/cache/download GOSUMDB=off $(GO) mod download; \
+		find build/go-base/mod/cache -name "*.zip" -delete; \
+		cp /etc/ssl/certs/ca-certificates.crt build/go-base/; \
+		mkdir build/go-base/warm; cp go.mod go.sum build/go-base/warm/; \
+		{ echo "package warm"; echo; echo "import ("; \
+		  $(GO) list -deps -f '{{if not .Standard}}	_ "{{.ImportPath}}"{{end}}' ./cmd/hangar ./images/math ./images/testkit \
+		    | grep -v '"github.com/mcp-hangar/hangar' | grep -Ev '/internal(/|")' ; echo ")"; } > build/go-base/warm/warm.go; \
+		docker build -q --label io.mcp-hangar.go-base=$(GO_BASE_KEY) -t mcp-hangar/go-base:dev -f images/go-base/Dockerfile build/go-base; \
+		rm -rf build/go-base; \
+	fi
 
-build/%/bin: FORCE
-	@mkdir -p build/$*
-	$(GOFLAGS_STATIC) $(GO) build -trimpath -o build/$*/$* ./images/$*
+# The gateway and the demo servers math and testkit: targets of the
+# top-level Dockerfile, as `docker build .` would run it (one build stage).
+DOCKERFILE_BUILD = docker build -q --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION)
+GO_BASE_DEP = $(if $(filter mcp-hangar/go-base:dev,$(GO_IMAGE)),image-go-base)
+image-gateway: $(GO_BASE_DEP)
+	$(DOCKERFILE_BUILD) -t mcp-hangar/gateway:dev .
 
-image-gateway: build/gateway/hangar
-	docker build -q -t mcp-hangar/gateway:dev -f images/gateway/Dockerfile build/gateway
-
-image-math: build/math/bin
-	docker build -q -t mcp-hangar/math:dev -f images/math/Dockerfile build/math
-
-image-testkit: build/testkit/bin
-	docker build -q -t mcp-hangar/testkit:dev -f images/testkit/Dockerfile build/testkit
+image-math image-testkit: image-%: $(GO_BASE_DEP)
+	$(DOCKERFILE_BUILD) --target $* -t mcp-hangar/$*:dev .
 
 image-egresskit: build/egresskit/bin
 	docker build -q -t mcp-hangar/egresskit:dev -f images/egresskit/Dockerfile build/egresskit
@@ -65,7 +86,7 @@ unit:
 	$(GO) test -race -count=1 ./internal/... ./images/... ./cmd/... ./bench/...
 
 integration: images
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 ./integration/...
+	HANGAR_VERSION=$(VERSION) HANGAR_GO_IMAGE=$(GO_IMAGE) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 ./integration/...
 
 test: unit integration
 

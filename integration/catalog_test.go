@@ -5,8 +5,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -131,10 +129,7 @@ data_dir: %s
 // A hot-load whose ID is a group's is refused, and the hangar_load answer
 // says which group holds it; nothing is started.
 func TestHotloadGroupIDRefused(t *testing.T) {
-	catalog := filepath.Join(t.TempDir(), "catalog.json")
-	if err := os.WriteFile(catalog, []byte(hotloadCatalog), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	catalog := hotloadCatalog()
 	g := startGateway(t, fmt.Sprintf(`
 mcp_servers:
   testkit:

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -442,10 +441,7 @@ func waitNotification(t *testing.T, stream <-chan string, method string, settle 
 // The listener is a plain GET stream: mcp-go v1.2.1's client drops its
 // continuous listener after the session's first POST.
 func TestFrontDoorHotloadListChanged(t *testing.T) {
-	catalog := filepath.Join(t.TempDir(), "catalog.json")
-	if err := os.WriteFile(catalog, []byte(hotloadCatalog), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	catalog := hotloadCatalog()
 	g := startGateway(t, fmt.Sprintf(`
 registry:
   url: ""

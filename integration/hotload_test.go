@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,50 +13,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// hotloadCatalog is the registry.catalog_file of TestHotLoad: the testkit
-// image under three server.json entries (verified through
-// registry.verified_namespaces), one needing a secret that is set, one
-// needing a secret that is not.
-const hotloadCatalog = `[
-  {
-    "name": "io.github.mcp-hangar/testkit",
-    "description": "hangar's test MCP server",
-    "version": "dev",
-    "packages": [{
-      "registryType": "oci",
-      "identifier": "mcp-hangar/testkit",
-      "version": "dev",
-      "transport": {"type": "stdio"},
-      "environmentVariables": [{"name": "IT_HOTLOAD_GREETING", "default": "hello"}]
-    }]
-  },
-  {
-    "server": {
-      "name": "io.github.mcp-hangar/with-secret",
-      "description": "testkit needing a token",
-      "version": "dev",
-      "packages": [{
-        "registryType": "oci",
-        "identifier": "mcp-hangar/testkit:dev",
-        "transport": {"type": "stdio"},
-        "environmentVariables": [{"name": "IT_HOTLOAD_TOKEN", "isRequired": true, "isSecret": true}]
-      }]
-    },
-    "_meta": {}
-  },
-  {
-    "name": "io.github.mcp-hangar/needs-secret",
-    "description": "testkit needing a token nobody set",
-    "version": "dev",
-    "packages": [{
-      "registryType": "oci",
-      "identifier": "mcp-hangar/testkit",
-      "version": "dev",
-      "transport": {"type": "stdio"},
-      "environmentVariables": [{"name": "IT_HOTLOAD_NEVER_SET", "description": "a token", "isRequired": true, "isSecret": true}]
-    }]
-  }
-]`
+// hotloadCatalog is the registry.catalog_file of the hot-load tests, the
+// shared fixture testdata/registry/catalog.json: the testkit image under
+// three server.json entries (verified through registry.verified_namespaces),
+// one needing a secret that is set, one needing a secret that is not.
+func hotloadCatalog() string { return filepath.Join(repoRoot, "testdata", "registry", "catalog.json") }
 
 // hotloadSecret is HANGAR_SECRET_IT_HOTLOAD_TOKEN's value: it must reach
 // the container and never appear in an answer.
@@ -75,10 +35,7 @@ const hotloadSecret = "s3cret-hotload-value"
 func TestHotLoad(t *testing.T) {
 	t.Setenv("HANGAR_SECRET_IT_HOTLOAD_TOKEN", hotloadSecret)
 	t.Setenv("IT_HOTLOAD_NEVER_SET", "")
-	catalog := filepath.Join(t.TempDir(), "catalog.json")
-	if err := os.WriteFile(catalog, []byte(hotloadCatalog), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	catalog := hotloadCatalog()
 	g := startGateway(t, fmt.Sprintf(`
 registry:
   url: ""

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -358,15 +359,9 @@ func TestManageInstallsSurviveRestart(t *testing.T) {
 func TestManageCLI(t *testing.T) {
 	t.Parallel()
 	g := startGatewayFile(t, writeConfig(t, manageConfig), app.Options{})
-	dir := t.TempDir()
-	file := dir + "/claude_desktop_config.json"
-	cfg := `{"mcpServers": {
-	  "calc": {"command": "docker", "args": ["run", "-i", "--rm", "-e", "TOKEN", "mcp-hangar/math:dev"], "env": {"TOKEN": "cli-SECRET-1234"}},
-	  "fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}
-	}}`
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// The README's example file: a docker server with a secret, and a uvx
+	// one this gateway has no runtime for.
+	file := filepath.Join(repoRoot, "testdata", "import", "claude_desktop_config.json")
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(hangarBin, args...)
 		cmd.Env = append(os.Environ(), "HANGAR_URL="+g.MCPURL, "HANGAR_TOKEN=")

@@ -1,0 +1,64 @@
+# The gateway image: `docker build -t mcp-hangar/gateway:dev .`
+# The demo stack's MCP servers are targets of the same file:
+# `docker build --target math -t mcp-hangar/math:dev .` (and testkit).
+#
+# GO_IMAGE is the Go toolchain image of the build stage. Where images can be
+# pulled the default serves; on a machine that cannot pull (like the CI
+# machines of this project) `make images` builds mcp-hangar/go-base:dev from
+# the host's Go and module cache and passes it here.
+ARG GO_IMAGE=golang:1.26-bookworm
+
+FROM ${GO_IMAGE} AS build
+ARG VERSION=dev
+# Exec-form RUN only: the local build image has no shell. GOFLAGS carries the
+# version so no shell is needed to expand it.
+ENV CGO_ENABLED=0 \
+    GOFLAGS="-trimpath -ldflags=-s -ldflags=-w -ldflags=-X=github.com/mcp-hangar/hangar/internal/gateway.Version=${VERSION}"
+WORKDIR /src
+COPY go.mod go.sum ./
+COPY cmd/ cmd/
+COPY internal/ internal/
+COPY images/math/ images/math/
+COPY images/testkit/ images/testkit/
+RUN ["go", "build", "-o", "/out/", "./cmd/hangar", "./images/math", "./images/testkit"]
+# Directories the final stage needs, made here because scratch has no mkdir.
+WORKDIR /out/data
+WORKDIR /out/run-hangar
+
+# Two MCP servers of the demo stack and the tests: math (stdio) and testkit.
+FROM scratch AS math
+COPY --from=build /out/math /math
+USER 65534:65534
+ENTRYPOINT ["/math"]
+
+FROM scratch AS testkit
+COPY --from=build /out/testkit /testkit
+USER 65534:65534
+ENTRYPOINT ["/testkit"]
+
+# The gateway, the default target (last).
+FROM scratch AS gateway
+ARG VERSION=dev
+ARG SOURCE=https://github.com/mcp-hangar/hangar
+LABEL org.opencontainers.image.title="hangar" \
+      org.opencontainers.image.description="Container-native MCP gateway" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.source="${SOURCE}"
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=build /out/hangar /hangar
+COPY images/gateway/config.yaml /etc/hangar/config.yaml
+# State (the SQLite store, its lock, the keystore key) lives in /data: mount
+# a volume there to keep approvals across container restarts. /run/hangar
+# holds a generated token (auth.generate_token in the default config).
+COPY --from=build --chown=65532:65532 /out/data /data
+COPY --from=build --chown=65532:65532 /out/run-hangar /run/hangar
+ENV MCP_CONFIG=/etc/hangar/config.yaml \
+    HANGAR_LISTEN=0.0.0.0:8080 \
+    HANGAR_DATA_DIR=/data
+# Non-root by default. A gateway that starts containers needs the Docker
+# socket, and with it root (docker-compose.yml sets user: "0:0"); one that
+# only reaches remote or discovered HTTP servers does not.
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/hangar"]
+CMD ["serve"]

@@ -1,6 +1,7 @@
 # The gateway image: `docker build -t mcp-hangar/gateway:dev .`
 # The demo stack's MCP servers are targets of the same file:
-# `docker build --target math -t mcp-hangar/math:dev .` (and testkit).
+# `docker build --target math -t mcp-hangar/math:dev .` (and testkit; egresskit
+# serves the egress tests).
 #
 # GO_IMAGE is the Go toolchain image of the build stage. Where images can be
 # pulled the default serves; on a machine that cannot pull (like the CI
@@ -20,7 +21,8 @@ COPY cmd/ cmd/
 COPY internal/ internal/
 COPY images/math/ images/math/
 COPY images/testkit/ images/testkit/
-RUN ["go", "build", "-o", "/out/", "./cmd/hangar", "./images/math", "./images/testkit"]
+COPY images/egresskit/ images/egresskit/
+RUN ["go", "build", "-o", "/out/", "./cmd/hangar", "./images/math", "./images/testkit", "./images/egresskit"]
 # Directories the final stage needs, made here because scratch has no mkdir.
 WORKDIR /out/data
 WORKDIR /out/run-hangar
@@ -35,6 +37,12 @@ FROM scratch AS testkit
 COPY --from=build /out/testkit /testkit
 USER 65534:65534
 ENTRYPOINT ["/testkit"]
+
+# The egress tests' provider and test server.
+FROM scratch AS egresskit
+COPY --from=build /out/egresskit /egresskit
+USER 65534:65534
+ENTRYPOINT ["/egresskit"]
 
 # The gateway, the default target (last).
 FROM scratch AS gateway

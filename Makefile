@@ -1,7 +1,7 @@
 # hangar — build, images, tests, benchmarks. Nothing here pulls an image:
-# the gateway is built by the top-level Dockerfile on a Go image made from
-# this host's toolchain (go-base); the other images are FROM scratch around a
-# static binary built on this host.
+# the gateway and our test servers are built by the top-level Dockerfile on a
+# Go image made from this host's toolchain (go-base); the two third-party
+# test servers are FROM scratch around a static binary built on this host.
 
 GO        ?= go
 IMAGES    := gateway math testkit everything gosdk-everything egresskit
@@ -45,18 +45,15 @@ image-go-base:
 		rm -rf build/go-base; \
 	fi
 
-# The gateway and the demo servers math and testkit: targets of the
+# The gateway, the demo servers math and testkit, and egresskit: targets of the
 # top-level Dockerfile, as `docker build .` would run it (one build stage).
 DOCKERFILE_BUILD = docker build -q --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION)
 GO_BASE_DEP = $(if $(filter mcp-hangar/go-base:dev,$(GO_IMAGE)),image-go-base)
 image-gateway: $(GO_BASE_DEP)
 	$(DOCKERFILE_BUILD) -t mcp-hangar/gateway:dev .
 
-image-math image-testkit: image-%: $(GO_BASE_DEP)
+image-math image-testkit image-egresskit: image-%: $(GO_BASE_DEP)
 	$(DOCKERFILE_BUILD) --target $* -t mcp-hangar/$*:dev .
-
-image-egresskit: build/egresskit/bin
-	docker build -q -t mcp-hangar/egresskit:dev -f images/egresskit/Dockerfile build/egresskit
 
 # A third-party server from a Go module (mcp-go's examples/everything), for
 # the front door's tests; built from the module cache, nothing pulled.

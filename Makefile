@@ -39,7 +39,7 @@ image-go-base:
 		cp /etc/ssl/certs/ca-certificates.crt build/go-base/; \
 		mkdir build/go-base/warm; cp go.mod go.sum build/go-base/warm/; \
 		{ echo "package warm"; echo; echo "import ("; \
-		  $(GO) list -deps -f '{{if not .Standard}}	_ "{{.ImportPath}}"{{end}}' ./cmd/hangar ./images/math ./images/testkit \
+		  $(GO) list -deps -f '{{if not .Standard}}	_ "{{.ImportPath}}"{{end}}' ./cmd/hangar ./images/math ./images/testkit ./images/egresskit \
 		    | grep -v '"github.com/mcp-hangar/hangar' | grep -Ev '/internal(/|")' ; echo ")"; } > build/go-base/warm/warm.go; \
 		docker build -q --label io.mcp-hangar.go-base=$(GO_BASE_KEY) -t mcp-hangar/go-base:dev -f images/go-base/Dockerfile build/go-base; \
 		rm -rf build/go-base; \

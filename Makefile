@@ -24,25 +24,26 @@ build:
 # The Go image the Dockerfile builds on here: this host's GOROOT and the
 # module cache of go.sum's modules, copied out of the host's cache (no
 # network). Rebuilt only when the toolchain or go.sum changed: the image's
-# label holds what it was made from.
+# label holds what it was made from. The context's folder starts with "_" so
+# that ./... never walks into the module cache inside it.
 GO_BASE_KEY = $(shell { $(GO) version; cat go.sum images/go-base/Dockerfile; } | sha256sum | cut -c1-16)
 image-go-base:
 	@if [ "$$(docker image inspect -f '{{index .Config.Labels "io.mcp-hangar.go-base"}}' mcp-hangar/go-base:dev 2>/dev/null)" = "$(GO_BASE_KEY)" ]; then \
 		echo "mcp-hangar/go-base:dev is current"; \
 	else \
-		set -e; rm -rf build/go-base; mkdir -p build/go-base; \
+		set -e; rm -rf build/_go-base; mkdir -p build/_go-base; \
 		$(GO) mod download; \
-		cp -al $(GOROOT) build/go-base/go 2>/dev/null || cp -a $(GOROOT) build/go-base/go; \
-		rm -rf build/go-base/go/test build/go-base/go/doc; \
-		GOFLAGS=-modcacherw GOMODCACHE=$(CURDIR)/build/go-base/mod GOPROXY=file://$(GOMODCACHE_HOST)/cache/download GOSUMDB=off $(GO) mod download; \
-		find build/go-base/mod/cache -name "*.zip" -delete; \
-		cp /etc/ssl/certs/ca-certificates.crt build/go-base/; \
-		mkdir build/go-base/warm; cp go.mod go.sum build/go-base/warm/; \
+		cp -al $(GOROOT) build/_go-base/go 2>/dev/null || cp -a $(GOROOT) build/_go-base/go; \
+		rm -rf build/_go-base/go/test build/_go-base/go/doc; \
+		GOFLAGS=-modcacherw GOMODCACHE=$(CURDIR)/build/_go-base/mod GOPROXY=file://$(GOMODCACHE_HOST)/cache/download GOSUMDB=off $(GO) mod download; \
+		find build/_go-base/mod/cache -name "*.zip" -delete; \
+		cp /etc/ssl/certs/ca-certificates.crt build/_go-base/; \
+		mkdir build/_go-base/warm; cp go.mod go.sum build/_go-base/warm/; \
 		{ echo "package warm"; echo; echo "import ("; \
 		  $(GO) list -deps -f '{{if not .Standard}}	_ "{{.ImportPath}}"{{end}}' ./cmd/hangar ./images/math ./images/testkit ./images/egresskit \
-		    | grep -v '"github.com/mcp-hangar/hangar' | grep -Ev '/internal(/|")' ; echo ")"; } > build/go-base/warm/warm.go; \
-		docker build -q --label io.mcp-hangar.go-base=$(GO_BASE_KEY) -t mcp-hangar/go-base:dev -f images/go-base/Dockerfile build/go-base; \
-		rm -rf build/go-base; \
+		    | grep -v '"github.com/mcp-hangar/hangar' | grep -Ev '/internal(/|")' ; echo ")"; } > build/_go-base/warm/warm.go; \
+		docker build -q --label io.mcp-hangar.go-base=$(GO_BASE_KEY) -t mcp-hangar/go-base:dev -f images/go-base/Dockerfile build/_go-base; \
+		rm -rf build/_go-base; \
 	fi
 
 # The gateway, the demo servers math and testkit, and egresskit: targets of the

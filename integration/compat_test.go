@@ -65,10 +65,7 @@ func drainSignals(c chan struct{}) {
 // go-sdk client's tools/list_changed handler within a second, on 2026-07-28
 // through its subscriptions/listen stream.
 func TestCompatSDKListChangedOnHotload(t *testing.T) {
-	catalog := filepath.Join(t.TempDir(), "catalog.json")
-	if err := os.WriteFile(catalog, []byte(hotloadCatalog), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	catalog := hotloadCatalog()
 	g := startGateway(t, fmt.Sprintf(`
 registry:
   url: ""
@@ -560,10 +557,7 @@ func drainChanged(c <-chan struct{}) {
 }
 
 func TestCompatibilityMatrix(t *testing.T) {
-	catalog := filepath.Join(t.TempDir(), "catalog.json")
-	if err := os.WriteFile(catalog, []byte(hotloadCatalog), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	catalog := hotloadCatalog()
 	g := startGateway(t, fmt.Sprintf(`
 mcp_servers:
   everything:

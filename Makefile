@@ -8,7 +8,10 @@ IMAGES    := gateway math testkit everything gosdk-everything egresskit
 GOFLAGS_STATIC := CGO_ENABLED=0
 COMPOSE   := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; else echo docker-compose; fi)
 TEST_TIMEOUT ?= 15m
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Read once per make run (:=), so that every image of one run has one version.
+ifeq ($(origin VERSION),undefined)
+VERSION   := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+endif
 # The build stage's Go image. Where images can be pulled: make images GO_IMAGE=golang:1.26-bookworm
 GO_IMAGE  ?= mcp-hangar/go-base:dev
 GOROOT    := $(shell $(GO) env GOROOT)
@@ -26,7 +29,7 @@ build:
 # network). Rebuilt only when the toolchain or go.sum changed: the image's
 # label holds what it was made from. The context's folder starts with "_" so
 # that ./... never walks into the module cache inside it.
-GO_BASE_KEY = $(shell { $(GO) version; cat go.sum images/go-base/Dockerfile; } | sha256sum | cut -c1-16)
+GO_BASE_KEY := $(shell { $(GO) version; cat go.sum images/go-base/Dockerfile; } | sha256sum | cut -c1-16)
 image-go-base:
 	@if [ "$$(docker image inspect -f '{{index .Config.Labels "io.mcp-hangar.go-base"}}' mcp-hangar/go-base:dev 2>/dev/null)" = "$(GO_BASE_KEY)" ]; then \
 		echo "mcp-hangar/go-base:dev is current"; \

@@ -39,8 +39,15 @@ func serveFrontDoor(t *testing.T, h *fdHarness) string {
 // dialSDK connects a go-sdk client speaking version.
 func dialSDK(t *testing.T, url, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return connectSDK(t, &sdk.StreamableClientTransport{Endpoint: url}, version, opts)
+}
+
+// connectSDK connects a go-sdk client speaking version over tr, and checks
+// that the session speaks it. Every go-sdk client of these tests starts here.
+func connectSDK(t *testing.T, tr *sdk.StreamableClientTransport, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "sdk-test", Version: "1"}, opts)
-	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	s, err := c.Connect(t.Context(), tr, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect on %s: %v", version, err)
 	}

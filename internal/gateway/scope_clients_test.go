@@ -179,20 +179,10 @@ func dialMCPGo(t *testing.T, url string, w *streamWatch, legacy bool) scopeClien
 
 func dialGoSDK(t *testing.T, url string, w *streamWatch, version string) scopeClient {
 	t.Helper()
-	c := sdk.NewClient(&sdk.Implementation{Name: "scope-test", Version: "1"}, &sdk.ClientOptions{
-		// Asks for list_changed: on 2026-07-28 the SDK opens
-		// subscriptions/listen for it.
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {},
-	})
-	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: w}, MaxRetries: 1},
-		&sdk.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect on %s: %v", version, err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	if got := s.InitializeResult().ProtocolVersion; got != version {
-		t.Fatalf("the session speaks %q, want %q", got, version)
-	}
+	// Asks for list_changed: on 2026-07-28 the SDK opens
+	// subscriptions/listen for it.
+	s := connectSDK(t, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: w}, MaxRetries: 1}, version,
+		&sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {}})
 	return scopeClient{
 		resources: func(ctx context.Context) ([]string, error) {
 			res, err := s.ListResources(ctx, nil)

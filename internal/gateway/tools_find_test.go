@@ -195,18 +195,9 @@ type sdkClient struct {
 func dialFindSDK(t *testing.T, url, version string) findClient {
 	t.Helper()
 	sc := &sdkClient{ch: make(chan struct{}, 16)}
-	c := sdk.NewClient(&sdk.Implementation{Name: "find-test-sdk", Version: "1"}, &sdk.ClientOptions{
+	sc.s = dialSDK(t, url, version, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { sc.ch <- struct{}{} },
 	})
-	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	if got := s.InitializeResult().ProtocolVersion; got != version {
-		t.Fatalf("go-sdk client speaks %q, want %q", got, version)
-	}
-	sc.s = s
 	return sc
 }
 

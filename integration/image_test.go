@@ -15,15 +15,16 @@ import (
 
 // The top-level Dockerfile builds the gateway image from the checkout, the
 // way `make images` and a user's `docker build .` run it: the build stage on
-// GO_IMAGE ($HANGAR_GO_IMAGE, which make sets; mcp-hangar/go-base:dev,
-// made from this host's toolchain, by default), a scratch final stage with
-// the binary, the default config, /data owned by the non-root default user
-// and OCI labels. With make's VERSION the layers are make's, so this build
-// is a cache hit after `make images`.
+// $GO_IMAGE (make sets it; mcp-hangar/go-base:dev, made from this host's
+// toolchain, by default) with make's version $IMAGE_VERSION (not HANGAR_*:
+// the gateways the suite starts read those as config keys), a scratch final
+// stage with the binary, the default config, /data owned by the non-root
+// default user, and OCI labels. With make's version the layers are make's,
+// so this build is a cache hit after `make images`.
 func TestGatewayImageFromDockerfile(t *testing.T) {
 	t.Parallel()
-	goImage := envOr("HANGAR_GO_IMAGE", "mcp-hangar/go-base:dev")
-	version := envOr("HANGAR_VERSION", "dev")
+	goImage := envOr("GO_IMAGE", "mcp-hangar/go-base:dev")
+	version := envOr("IMAGE_VERSION", "dev")
 	tag := "hangar-imagetest:" + randomHex(4)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

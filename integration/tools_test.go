@@ -55,7 +55,7 @@ mcp_servers:
 			t.Errorf("hangar_tools lists %v, want %s hidden by the policy", names, hidden)
 		}
 	}
-	if want := []string{"big", "echo"}; !slices.Equal(names, want) {
+	if want := []string{"big", "echo", "echo_meta"}; !slices.Equal(names, want) {
 		t.Errorf("hangar_tools lists %v, want exactly %v", names, want)
 	}
 

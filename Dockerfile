@@ -10,11 +10,9 @@
 ARG GO_IMAGE=golang:1.26-bookworm
 
 FROM ${GO_IMAGE} AS build
-ARG VERSION=dev
-# Exec-form RUN only: the local build image has no shell. GOFLAGS carries the
-# version so no shell is needed to expand it.
+# Exec-form RUN only: the local build image has no shell.
 ENV CGO_ENABLED=0 \
-    GOFLAGS="-trimpath -ldflags=-s -ldflags=-w -ldflags=-X=github.com/mcp-hangar/hangar/internal/gateway.Version=${VERSION}"
+    GOFLAGS=-trimpath
 WORKDIR /src
 COPY go.mod go.sum ./
 COPY cmd/ cmd/
@@ -22,7 +20,15 @@ COPY internal/ internal/
 COPY images/math/ images/math/
 COPY images/testkit/ images/testkit/
 COPY images/egresskit/ images/egresskit/
+# Everything compiled once without the version, so that a new version (a new
+# commit with the same sources) only links the gateway again.
 RUN ["go", "build", "-o", "/out/", "./cmd/hangar", "./images/math", "./images/testkit", "./images/egresskit"]
+ARG VERSION=dev
+# GOFLAGS carries the version, so no shell is needed to expand it (one
+# -ldflags only: GOFLAGS entries cannot hold spaces, and a repeated -ldflags
+# replaces the one before).
+ENV GOFLAGS="-trimpath -ldflags=-X=github.com/mcp-hangar/hangar/internal/gateway.Version=${VERSION}"
+RUN ["go", "build", "-o", "/out/hangar", "./cmd/hangar"]
 # Directories the final stage needs, made here because scratch has no mkdir.
 WORKDIR /out/data
 WORKDIR /out/run-hangar

@@ -1,14 +1,11 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/toolsearch/labelled"
 )
 
 // labelledServers are the servers of internal/toolsearch's labelled set
@@ -27,36 +25,26 @@ import (
 // tools: the front door lists and indexes them without starting anything.
 func labelledServers(t testing.TB, copies int) []*config.Server {
 	t.Helper()
-	files, err := filepath.Glob("../toolsearch/testdata/servers/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("labelled set: %v", err)
+	set, err := labelled.Servers("../toolsearch/testdata/servers")
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out []*config.Server
 	for c := range copies {
-		for _, f := range files {
-			id := strings.TrimSuffix(filepath.Base(f), ".txt")
+		for _, ls := range set {
+			id := ls.ID
 			if c > 0 {
 				id = fmt.Sprintf("%s-%d", id, c)
 			}
 			s := server(id)
-			for _, line := range fileLines(t, f) {
-				if rest, ok := strings.CutPrefix(line, "# summary:"); ok {
-					s.Summary = strings.TrimSpace(rest)
-				}
-				if strings.HasPrefix(line, "#") {
-					continue
-				}
-				name, rest, _ := strings.Cut(line, "|")
-				cut := strings.LastIndex(rest, "|")
+			s.Summary = ls.Summary
+			for _, tool := range ls.Tools {
 				props := map[string]any{}
-				for _, p := range strings.Split(rest[cut+1:], ",") {
-					if p = strings.TrimSpace(p); p != "" {
-						props[p] = map[string]any{"type": "string"}
-					}
+				for _, p := range tool.Params {
+					props[p] = map[string]any{"type": "string"}
 				}
 				schema, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
-				s.Tools.Predefined = append(s.Tools.Predefined, config.ToolDef{Name: strings.TrimSpace(name),
-					Description: strings.TrimSpace(rest[:cut]), InputSchema: schema})
+				s.Tools.Predefined = append(s.Tools.Predefined, config.ToolDef{Name: tool.Name, Description: tool.Description, InputSchema: schema})
 			}
 			out = append(out, s)
 		}
@@ -64,30 +52,15 @@ func labelledServers(t testing.TB, copies int) []*config.Server {
 	return out
 }
 
-func fileLines(t testing.TB, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
+// labelledQueries are the labelled set's queries.
+func labelledQueries(t testing.TB) []string {
+	qs, err := labelled.Queries("../toolsearch/testdata/queries.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// labelledQueries are the labelled set's queries.
-func labelledQueries(t testing.TB) []string {
-	var out []string
-	for _, l := range fileLines(t, "../toolsearch/testdata/queries.txt") {
-		if q, _, ok := strings.Cut(l, " | "); ok && !strings.HasPrefix(l, "#") {
-			out = append(out, q)
-		}
+	out := make([]string, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, q.Text)
 	}
 	return out
 }

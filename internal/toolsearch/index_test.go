@@ -207,7 +207,7 @@ func BenchmarkSearch(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		began := threadCPU()
-		if _, err := ix.Search(ctx, Query{Text: queries[i%len(queries)].query, Limit: 10}); err != nil {
+		if _, err := ix.Search(ctx, Query{Text: queries[i%len(queries)].Text, Limit: 10}); err != nil {
 			b.Fatal(err)
 		}
 		cpu = append(cpu, threadCPU()-began)

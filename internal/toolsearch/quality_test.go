@@ -1,12 +1,10 @@
 package toolsearch
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/mcp-hangar/hangar/internal/toolsearch/labelled"
 )
 
 // The labelled set: testdata/servers/<server>.txt holds one real MCP
@@ -15,59 +13,29 @@ import (
 // testdata/queries.txt holds natural-language queries with the callable
 // names that answer them.
 
-type labelled struct {
-	query  string
-	expect []string
-}
-
 // loadCatalog reads testdata/servers into a catalog keyed by server, with
 // callable names as the front door's prefixed naming makes them.
 func loadCatalog(t testing.TB) (map[string][]Doc, int) {
 	t.Helper()
-	files, err := filepath.Glob("testdata/servers/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no server files: %v", err)
+	servers, err := labelled.Servers("testdata/servers")
+	if err != nil {
+		t.Fatal(err)
 	}
 	catalog := map[string][]Doc{}
 	total := 0
-	for _, f := range files {
-		server := strings.TrimSuffix(filepath.Base(f), ".txt")
-		summary, source := "", ""
-		for i, line := range readLines(t, f) {
-			if rest, ok := strings.CutPrefix(line, "# source:"); ok {
-				source = strings.TrimSpace(rest)
-				continue
-			}
-			if rest, ok := strings.CutPrefix(line, "# summary:"); ok {
-				summary = strings.TrimSpace(rest)
-				continue
-			}
-			if strings.HasPrefix(line, "#") {
-				continue
-			}
-			name, rest, ok := strings.Cut(line, "|")
-			cut := strings.LastIndex(rest, "|")
-			if !ok || cut < 0 {
-				t.Fatalf("%s:%d: want name | description | params, got %q", f, i+1, line)
-			}
-			name = strings.TrimSpace(name)
-			d := Doc{Callable: server + "__" + name, Server: server, Tool: name, Description: strings.TrimSpace(rest[:cut]), Summary: summary}
-			for _, p := range strings.Split(rest[cut+1:], ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					d.Params = append(d.Params, p)
-				}
-			}
-			catalog[server] = append(catalog[server], d)
+	for _, s := range servers {
+		for _, tool := range s.Tools {
+			catalog[s.ID] = append(catalog[s.ID], Doc{Callable: s.ID + "__" + tool.Name, Server: s.ID, Tool: tool.Name,
+				Description: tool.Description, Summary: s.Summary, Params: tool.Params})
 			total++
-		}
-		if source == "" {
-			t.Fatalf("%s: no # source: line naming where the tools come from", f)
 		}
 	}
 	return catalog, total
 }
 
-func loadQueries(t testing.TB, catalog map[string][]Doc) []labelled {
+// loadQueries reads the labelled queries, each naming only tools of the
+// catalog.
+func loadQueries(t testing.TB, catalog map[string][]Doc) []labelled.Query {
 	t.Helper()
 	known := map[string]bool{}
 	for _, docs := range catalog {
@@ -75,46 +43,18 @@ func loadQueries(t testing.TB, catalog map[string][]Doc) []labelled {
 			known[d.Callable] = true
 		}
 	}
-	var out []labelled
-	for i, line := range readLines(t, "testdata/queries.txt") {
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		q, names, ok := strings.Cut(line, " | ")
-		if !ok {
-			t.Fatalf("queries.txt:%d: want query | names, got %q", i+1, line)
-		}
-		l := labelled{query: q}
-		for _, n := range strings.Split(names, ",") {
-			n = strings.TrimSpace(n)
-			if !known[n] {
-				t.Fatalf("queries.txt:%d: %q is no tool of the catalog", i+1, n)
-			}
-			l.expect = append(l.expect, n)
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-func readLines(t testing.TB, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
+	queries, err := labelled.Queries("testdata/queries.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" {
-			out = append(out, line)
+	for _, q := range queries {
+		for _, n := range q.Expect {
+			if !known[n] {
+				t.Fatalf("queries.txt: %q (for %q) is no tool of the catalog", n, q.Text)
+			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return queries
 }
 
 // loaded returns an index holding the labelled catalog.
@@ -145,13 +85,13 @@ func TestQuality(t *testing.T) {
 	}
 	var at1, at5, rr float64
 	for _, l := range queries {
-		hits, err := ix.Search(t.Context(), Query{Text: l.query, Limit: 10})
+		hits, err := ix.Search(t.Context(), Query{Text: l.Text, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rank := 0
 		for i, h := range hits {
-			if slices.Contains(l.expect, h.Callable) {
+			if slices.Contains(l.Expect, h.Callable) {
 				rank = i + 1
 				break
 			}
@@ -171,7 +111,7 @@ func TestQuality(t *testing.T) {
 			for _, h := range hits[:min(5, len(hits))] {
 				got = append(got, h.Callable)
 			}
-			t.Logf("miss (rank %d): %q want %v got %v", rank, l.query, l.expect, got)
+			t.Logf("miss (rank %d): %q want %v got %v", rank, l.Text, l.Expect, got)
 		}
 	}
 	n := float64(len(queries))

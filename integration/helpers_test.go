@@ -27,7 +27,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/app"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // Timeouts of the helpers: generous against a loaded 2-core machine, short
@@ -173,7 +173,7 @@ func startGatewayFile(t testing.TB, path string, opts app.Options) *gw {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- a.ServeHTTP(ctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
+	go func() { served <- a.ServeHTTP(ctx, ln, endpoint.Options{}, 5*time.Second) }()
 
 	g := &gw{URL: "http://" + ln.Addr().String(), Instance: instance, App: a}
 	g.MCPURL = g.URL + "/mcp"

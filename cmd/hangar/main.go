@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/app"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
@@ -168,7 +169,7 @@ func serve(args []string) error {
 		err = a.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		a.Log.Info("serving MCP over HTTP", "listen", ln.Addr().String(), "instance", a.Instance, "config", path, "mcp_servers", len(cfg.Servers))
-		err = a.ServeHTTP(ctx, ln, gateway.HTTPOptions{
+		err = a.ServeHTTP(ctx, ln, endpoint.Options{
 			AllowedOrigins:         splitList(*origins),
 			SessionIdleTTL:         cfg.HTTP.SessionIdleTTL,
 			MaxSessions:            cfg.HTTP.MaxSessions,

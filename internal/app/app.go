@@ -28,6 +28,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/manage"
@@ -472,7 +473,7 @@ func (a *App) reapEgress(ctx context.Context) {
 
 // ServeHTTP serves the endpoint on ln until ctx ends, then drains: new
 // requests are refused, requests in flight get drainTimeout to finish.
-func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOptions, drainTimeout time.Duration) error {
+func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o endpoint.Options, drainTimeout time.Duration) error {
 	if o.Metrics == nil {
 		// OpenMetrics, when the scraper asks for it, carries the MCP
 		// histograms' exemplars (trace ids).

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -76,7 +77,7 @@ func TestSafeByDefault(t *testing.T) {
 			if tc.warning != "" && !strings.Contains(logs.String(), tc.warning) {
 				t.Errorf("no warning in %q", logs.String())
 			}
-			ep := a.Gateway.HTTP(a.Gateway.MCPServer(), gateway.HTTPOptions{Auth: h})
+			ep := a.Gateway.HTTP(a.Gateway.MCPServer(), endpoint.Options{Auth: h})
 			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
@@ -139,7 +140,7 @@ func TestReloadRevokesToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := a.Gateway.HTTP(a.Gateway.MCPServer(), gateway.HTTPOptions{Auth: h})
+	ep := a.Gateway.HTTP(a.Gateway.MCPServer(), endpoint.Options{Auth: h})
 	status := func(tok string, header ...string) int {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 		req.Header.Set("Content-Type", "application/json")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -50,7 +51,7 @@ const (
 func auditIdentity(ctx context.Context) string {
 	id, ok := auth.FromContext(ctx)
 	if !ok || id.Name == "" {
-		return anonymousOwner
+		return endpoint.AnonymousOwner
 	}
 	return id.Name
 }
@@ -235,7 +236,7 @@ func refusedTarget(id auth.Identity, tool string, args any) string {
 func (g *Gateway) auditRequest(r *http.Request, f auth.Refusal) {
 	entry := store.AuditEntry{Action: ActionRequest, Tool: r.Method + " " + r.URL.Path, Outcome: OutcomeDenied, Reason: f.Reason, Identity: f.Identity.Name}
 	if entry.Identity == "" {
-		entry.Identity = anonymousOwner
+		entry.Identity = endpoint.AnonymousOwner
 	}
 	g.RecordAudit(r.Context(), entry)
 }

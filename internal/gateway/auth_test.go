@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -174,7 +175,7 @@ func newAuthGateway(t *testing.T, tune func(*config.Config)) *authGateway {
 	}
 	mcpSrv := g.MCPServer()
 	g.FrontDoor.Refresh(t.Context())
-	ep := g.HTTP(mcpSrv, gateway.HTTPOptions{Auth: ah, Metrics: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})})
+	ep := g.HTTP(mcpSrv, endpoint.Options{Auth: ah, Metrics: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})})
 	return &authGateway{g: g, h: ep.Handler, idp: p, logs: logs, metrics: m}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // callerOf is the identity a request carries. On the network path the
@@ -157,10 +158,10 @@ func guard(h *auth.HTTP, serverOf func(tool string) string, audit func(context.C
 			next.ServeHTTP(w, r)
 			return
 		}
-		if env, ok := RequestEnvelope(r.Context()); ok {
+		if env, ok := endpoint.RequestEnvelope(r.Context()); ok {
 			// checkEnvelope parsed the message already: only a tools/call's
 			// params are decoded here, for its tool and arguments.
-			checked := env.forGuard()
+			checked := forGuard(env)
 			if e := refusal(id, checked, serverOf); e != nil {
 				audit(r.Context(), checked, e)
 				h.Forbid(w, r, auth.ScalarID(env.ID), e)
@@ -169,7 +170,7 @@ func guard(h *auth.HTTP, serverOf func(tool string) string, audit func(context.C
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, read := bytesOf(r)
+		body, read := endpoint.BodyBytes(r)
 		if !read {
 			// Not behind checkEnvelope (embedding code): read it here.
 			var err error
@@ -244,10 +245,10 @@ func rawTargets(raw json.RawMessage) []string {
 
 // forGuard is what the guard needs of a checked message: its method, id
 // and, for tools/call, the tool and raw arguments from its params.
-func (e Envelope) forGuard() envelope {
+func forGuard(e endpoint.Envelope) envelope {
 	out := envelope{ID: e.ID, Method: e.Method}
 	if e.Method == string(mcp.MethodToolsCall) {
-		_ = json.Unmarshal(e.params, &out.Params)
+		_ = json.Unmarshal(e.Params, &out.Params)
 	}
 	return out
 }
@@ -310,7 +311,7 @@ func (v visibleHotLoader) Runtime() []RuntimeServer {
 func holdStreams(h *auth.HTTP, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		stream := r.Method == http.MethodGet
-		if env, ok := RequestEnvelope(r.Context()); ok && env.Method == string(mcp.MethodSubscriptionsListen) {
+		if env, ok := endpoint.RequestEnvelope(r.Context()); ok && env.Method == string(mcp.MethodSubscriptionsListen) {
 			stream = true
 		}
 		if !stream {
@@ -328,22 +329,17 @@ func holdStreams(h *auth.HTTP, next http.Handler) http.Handler {
 // mcp-go answers a URI nobody serves, before mcp-go sees it: an error
 // from the resource handler would carry another code (-32603), and the
 // difference would tell a caller that the URI exists.
-func (g *Gateway) hideUnserved(next http.Handler) http.Handler {
-	if g.FrontDoor == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		env, ok := RequestEnvelope(r.Context())
-		if !ok || env.Method != string(mcp.MethodResourcesRead) || env.Kind != KindRequest {
-			next.ServeHTTP(w, r)
-			return
+func (g *Gateway) unservedResource(w http.ResponseWriter, r *http.Request) bool {
+	{
+		env, ok := endpoint.RequestEnvelope(r.Context())
+		if !ok || env.Method != string(mcp.MethodResourcesRead) || env.Kind != endpoint.KindRequest {
+			return false
 		}
 		var p struct {
 			URI string `json:"uri"`
 		}
-		if json.Unmarshal(env.params, &p) != nil || p.URI == "" || !g.FrontDoor.unservedURI(r.Context(), p.URI) {
-			next.ServeHTTP(w, r) // mcp-go answers what is malformed
-			return
+		if json.Unmarshal(env.Params, &p) != nil || p.URI == "" || !g.FrontDoor.unservedURI(r.Context(), p.URI) {
+			return false // mcp-go answers what is malformed
 		}
 		code := mcp.RESOURCE_NOT_FOUND
 		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(env.MetaProtocolVersion()) {
@@ -351,5 +347,6 @@ func (g *Gateway) hideUnserved(next http.Handler) http.Handler {
 		}
 		auth.WriteError(w, http.StatusOK, auth.ScalarID(env.ID), &auth.Error{Code: code,
 			Message: fmt.Sprintf("handler not found for resource URI '%s': %v", p.URI, server.ErrResourceNotFound)})
-	})
+		return true
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -60,7 +61,7 @@ func TestBodyLimitReadsAtMostLimitPlusOne(t *testing.T) {
 		{"small", 400, false, http.StatusOK, 400},
 	}
 	g := gateway.New(config.Default(), provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
-	h := g.HTTP(g.MCPServer(), gateway.HTTPOptions{MaxBodyBytes: limit}).Handler
+	h := g.HTTP(g.MCPServer(), endpoint.Options{MaxBodyBytes: limit}).Handler
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -107,7 +108,7 @@ func TestBodyOverLimitAnswerReachesTheClient(t *testing.T) {
 	t.Parallel()
 	const limit = 64 << 10
 	g := gateway.New(config.Default(), provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
-	srv := httptest.NewServer(g.HTTP(g.MCPServer(), gateway.HTTPOptions{MaxBodyBytes: limit}).Handler)
+	srv := httptest.NewServer(g.HTTP(g.MCPServer(), endpoint.Options{MaxBodyBytes: limit}).Handler)
 	t.Cleanup(srv.Close)
 	for _, announced := range []bool{true, false} {
 		t.Run(map[bool]string{true: "content-length", false: "chunked"}[announced], func(t *testing.T) {

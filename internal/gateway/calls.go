@@ -33,11 +33,12 @@ import (
 // goes to mcp-go, and so does every request while a hook other than the
 // gateway's own would see it.
 
-// directCalls serves plain calls of s and passes everything else to next.
-func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServer, next http.Handler) http.Handler {
+// directCalls is the routing row of plain calls of s: it serves them and
+// declines everything else; nil when s is not a server MCPServer built.
+func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
 	c, ok := g.chains.Load(s)
 	if !ok {
-		return next // not a server MCPServer built
+		return nil // not a server MCPServer built
 	}
 	chain := c.(toolChain)
 	var neutral server.Hooks
@@ -45,17 +46,16 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 		neutral = g.FrontDoor.listNeutralHooks()
 	}
 	impl := mcp.Implementation{Name: "hangar", Version: Version}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) bool {
 		call, ok := plainCall(r, s, st, chain, neutral)
 		if !ok {
-			next.ServeHTTP(w, r)
-			return
+			return false
 		}
 		g.directCount.Add(1)
 		ctx := server.WithRequestProtocolInfo(r.Context(), call.info)
 		res, err := chain.wrap(call.tool.Handler)(ctx, call.req)
 		if ctx.Err() != nil {
-			return // the client is gone; mcp-go writes nothing then either
+			return true // the client is gone; mcp-go writes nothing then either
 		}
 		if err == nil && res == nil {
 			err = fmt.Errorf("tool '%s' handler returned no result", call.req.Params.Name)
@@ -79,7 +79,8 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 		if err := json.NewEncoder(w).Encode(resp); err != nil {
 			g.Log.Debug("writing a tool answer", FieldError, err)
 		}
-	})
+		return true
+	}
 }
 
 // directCall is a plain call, ready to run.
@@ -102,12 +103,12 @@ func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPSe
 	}
 	// The envelope check decoded the message once already: its id, params
 	// and "jsonrpc" are as mcp-go reads them (envelope.go).
-	if env.answer || len(env.params) == 0 || json.Unmarshal(env.ID, &c.id) != nil || c.id == nil {
+	if env.Answer || len(env.Params) == 0 || json.Unmarshal(env.ID, &c.id) != nil || c.id == nil {
 		return c, false
 	}
 	c.req.Method = env.Method
 	c.req.Header = r.Header
-	if json.Unmarshal(env.params, &c.req.Params) != nil {
+	if json.Unmarshal(env.Params, &c.req.Params) != nil {
 		return c, false
 	}
 	p := &c.req.Params

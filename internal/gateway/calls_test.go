@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
@@ -65,7 +66,7 @@ func callGateway(t *testing.T) *listingGateway {
 	)
 	ah := &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), cfg.Auth, auth.Options{}), Log: quiet}
 	ref := mcpserver.NewStreamableHTTPServer(h.srv, mcpserver.WithEndpointPath("/mcp"))
-	return &listingGateway{fdHarness: h, gw: h.g.HTTP(h.srv, gateway.HTTPOptions{Auth: ah}).Handler, ref: ah.Middleware(ref)}
+	return &listingGateway{fdHarness: h, gw: h.g.HTTP(h.srv, endpoint.Options{Auth: ah}).Handler, ref: ah.Middleware(ref)}
 }
 
 // modernCallReq is a 2026-07-28 tools/call of tool with args, its
@@ -203,7 +204,7 @@ func TestDirectCallEndsWithItsClient(t *testing.T) {
 	h := newFrontDoor(t, l, nil, nil, server("alpha"))
 	h.ok(t, "hangar_start", map[string]any{"mcp_server": "alpha"})
 	h.refresh(t)
-	hs := httptest.NewServer(h.g.HTTP(h.srv, gateway.HTTPOptions{}).Handler)
+	hs := httptest.NewServer(h.g.HTTP(h.srv, endpoint.Options{}).Handler)
 	t.Cleanup(hs.Close)
 
 	q := modernCallReq("", "1", "alpha__held", `{}`)

@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // listServers are 100 servers with 10 predefined tools each (issue 14's
@@ -72,7 +72,7 @@ func listRequest(version string) *http.Request {
 func BenchmarkFrontDoorToolsListHTTP(b *testing.B) {
 	h := newFrontDoor(b, nil, nil, nil, listServers()...)
 	h.g.FrontDoor.Refresh(context.Background())
-	handler := h.g.HTTP(h.srv, gateway.HTTPOptions{}).Handler
+	handler := h.g.HTTP(h.srv, endpoint.Options{}).Handler
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

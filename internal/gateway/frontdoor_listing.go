@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // tools/list from pre-encoded bytes.
@@ -122,33 +123,31 @@ func (f *FrontDoor) CachedListings() int { return f.listing.size() }
 
 // toolsListHandler is st, with tools/list of the front door served from
 // the listing (see the top of this file for when).
-func (g *Gateway) toolsListHandler(s *server.MCPServer, st *server.StreamableHTTPServer) http.Handler {
+func (g *Gateway) toolsListHandler(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
 	if g.FrontDoor == nil {
-		return st
+		return nil
 	}
 	return g.FrontDoor.servingToolsList(s, st)
 }
 
 // servingToolsList answers plain stateless tools/list requests from the
 // listing and passes everything else to st, the streamable server of s.
-func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableHTTPServer) http.Handler {
+func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
 	f.refreshMu.Lock()
 	mine := f.srv == s
 	f.refreshMu.Unlock()
 	if !mine {
-		return st // not the server whose tools the front door keeps
+		return nil // not the server whose tools the front door keeps
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) bool {
 		version, id, ok := plainToolsList(r, s, st, f.listNeutralHooks())
 		if !ok {
-			st.ServeHTTP(w, r)
-			return
+			return false
 		}
 		key := listingKey{view: viewOf(r.Context()) + f.searchView(r.Context()), version: version}
 		answer, gen, keep := f.listing.get(key)
 		if !keep {
-			st.ServeHTTP(w, r) // the tool set is changing
-			return
+			return false // the tool set is changing
 		}
 		if answer == nil {
 			// One computation for the callers of a view that all list at
@@ -161,8 +160,7 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 				return answer, nil
 			})
 			if answer, _ = v.([]byte); answer == nil {
-				st.ServeHTTP(w, r)
-				return
+				return false
 			}
 		}
 		// What mcp-go writes for a JSON answer: json.Encoder's output of
@@ -174,7 +172,8 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 		if _, err := w.Write(head); err == nil {
 			_, _ = w.Write(answer)
 		}
-	})
+		return true
+	}
 }
 
 // viewOf is the caller's view of the tool set: the tool filters
@@ -196,7 +195,7 @@ func plainToolsList(r *http.Request, s *server.MCPServer, st *server.StreamableH
 	if _, version, ok = statelessPost(r, s, st, neutral, mcp.MethodToolsList); !ok {
 		return "", nil, false
 	}
-	body, read := bytesOf(r)
+	body, read := endpoint.BodyBytes(r)
 	if !read {
 		return "", nil, false
 	}
@@ -244,9 +243,9 @@ func encodeToolsList(ctx context.Context, s *server.MCPServer, version string) (
 // server and that no hook but neutral ones (the gateway's own, which ignore
 // method) would see, and returns its envelope and protocol version. Each
 // check is one mcp-go makes before it handles the message.
-func statelessPost(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks, method mcp.MCPMethod) (env Envelope, version string, ok bool) {
-	env, posted := RequestEnvelope(r.Context())
-	if !posted || r.Method != http.MethodPost || env.Kind != KindRequest || env.Method != string(method) {
+func statelessPost(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks, method mcp.MCPMethod) (env endpoint.Envelope, version string, ok bool) {
+	env, posted := endpoint.RequestEnvelope(r.Context())
+	if !posted || r.Method != http.MethodPost || env.Kind != endpoint.KindRequest || env.Method != string(method) {
 		return env, "", false
 	}
 	version = r.Header.Get(mcp.HeaderProtocolVersion)

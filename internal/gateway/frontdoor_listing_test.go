@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // listingGateway is a front door with tokens, served twice: by the
@@ -53,7 +53,7 @@ func newListingGateway(t *testing.T) *listingGateway {
 	h.refresh(t)
 	ah := &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), cfg.Auth, auth.Options{}), Log: quiet}
 	ref := mcpserver.NewStreamableHTTPServer(h.srv, mcpserver.WithEndpointPath("/mcp"))
-	return &listingGateway{fdHarness: h, gw: h.g.HTTP(h.srv, gateway.HTTPOptions{Auth: ah}).Handler, ref: ah.Middleware(ref)}
+	return &listingGateway{fdHarness: h, gw: h.g.HTTP(h.srv, endpoint.Options{Auth: ah}).Handler, ref: ah.Middleware(ref)}
 }
 
 // listReq is a tools/list request; edit changes it before it is sent.
@@ -286,7 +286,7 @@ func TestToolsListCacheFollowsChanges(t *testing.T) {
 	t.Parallel()
 	h := newFrontDoor(t, nil, nil, nil, server("a"), server("b"))
 	h.refresh(t)
-	gw := h.g.HTTP(h.srv, gateway.HTTPOptions{}).Handler
+	gw := h.g.HTTP(h.srv, endpoint.Options{}).Handler
 	ref := mcpserver.NewStreamableHTTPServer(h.srv, mcpserver.WithEndpointPath("/mcp"))
 	l := &listingGateway{fdHarness: h, gw: gw, ref: ref}
 	fd := h.g.FrontDoor

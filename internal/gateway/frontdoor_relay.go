@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
@@ -94,7 +95,7 @@ func (r clientRelay) check(declared func(*mcp.ClientCapabilities) bool, what str
 	if r.modern {
 		return fmt.Errorf("hangar: %s requests cannot be relayed to this 2026-07-28 call", what)
 	}
-	if open, known := listening(r.ctx); stream && known && !open {
+	if open, known := endpoint.Listening(r.ctx); stream && known && !open {
 		return errNotListening
 	}
 	return nil

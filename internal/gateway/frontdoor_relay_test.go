@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // Relayed sampling, elicitation and roots over real streamable HTTP, on
@@ -114,7 +114,7 @@ func newHTTPFrontDoor(t *testing.T) *httpFrontDoor {
 	l.stdio = true
 	l.extra["p"] = interview
 	h := newFrontDoorWith(t, l, nil, nil, nil, server("p"))
-	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{})
+	ep := h.g.HTTP(h.srv, endpoint.Options{})
 	hs := httptest.NewServer(ep.Handler)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
@@ -321,7 +321,7 @@ func TestFrontDoorRequestStateBoundToCaller(t *testing.T) {
 	}, nil, server("p"))
 	h.ok(t, "hangar_start", map[string]any{"mcp_server": "p"})
 	h.refresh(t)
-	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{Auth: &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), h.g.Config().Auth, auth.Options{}), Log: quiet}})
+	ep := h.g.HTTP(h.srv, endpoint.Options{Auth: &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), h.g.Config().Auth, auth.Options{}), Log: quiet}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // A call by callable name can come before the front door has listed the
@@ -27,7 +28,7 @@ var toolsCallMethod = []byte(`"` + string(mcp.MethodToolsCall) + `"`)
 
 // onToolCall resolves the name of a tools/call that nothing lists yet.
 func (f *FrontDoor) onToolCall(ctx context.Context, _ any, message any) error {
-	env, overHTTP := RequestEnvelope(ctx)
+	env, overHTTP := endpoint.RequestEnvelope(ctx)
 	if overHTTP && env.Method != string(mcp.MethodToolsCall) {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -320,7 +321,7 @@ var subscribeMethod = []byte(`subscribe"`)
 // door's part of resources/subscribe and resources/unsubscribe before
 // mcp-go acknowledges them, and refuses them with a reason.
 func (f *FrontDoor) onRequest(ctx context.Context, _ any, message any) error {
-	if env, ok := RequestEnvelope(ctx); ok && env.Method != string(mcp.MethodResourcesSubscribe) && env.Method != string(mcp.MethodResourcesUnsubscribe) {
+	if env, ok := endpoint.RequestEnvelope(ctx); ok && env.Method != string(mcp.MethodResourcesSubscribe) && env.Method != string(mcp.MethodResourcesUnsubscribe) {
 		return nil // over HTTP the method is known without looking
 	}
 	raw, ok := message.(json.RawMessage)

@@ -17,7 +17,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // rpcError sends one raw JSON-RPC request to s as ctx's caller and returns
@@ -320,7 +320,7 @@ func TestFrontDoorSubscriptionsEndWithHTTPSessions(t *testing.T) {
 	h := newFrontDoor(t, l, nil, nil, server("a"))
 	h.ok(t, "hangar_start", map[string]any{"mcp_server": "a"})
 	h.refresh(t)
-	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{SessionIdleTTL: time.Second})
+	ep := h.g.HTTP(h.srv, endpoint.Options{SessionIdleTTL: time.Second})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

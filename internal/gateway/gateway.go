@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -71,7 +72,7 @@ type Gateway struct {
 	Pins store.Pins
 	// Management serves the mcp/* methods and /events (seed 003); nil
 	// leaves them out.
-	Management Management
+	Management endpoint.Management
 	// Refuse, when set, is asked before a call or start reaches a server:
 	// a non-nil error (a server disabled by policy) is the answer.
 	Refuse func(id string) error

@@ -9,9 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
 // The official go-sdk client against the front door over real HTTP, on
@@ -23,7 +22,7 @@ var sdkVersions = []string{mcp.LATEST_LEGACY_PROTOCOL_VERSION, mcp.LATEST_PROTOC
 // the /mcp URL.
 func serveFrontDoor(t *testing.T, h *fdHarness) string {
 	t.Helper()
-	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{})
+	ep := h.g.HTTP(h.srv, endpoint.Options{})
 	hs := httptest.NewServer(ep.Handler)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -84,7 +85,7 @@ func benchGatewayWith(b *testing.B, tel func(*metrics.Metrics) *telemetry.Teleme
 		<-wrote
 		_ = st.Close()
 	})
-	return g, g.HTTP(g.MCPServer(), gateway.HTTPOptions{}).Handler
+	return g, g.HTTP(g.MCPServer(), endpoint.Options{}).Handler
 }
 
 // cpuPerOp reports the process's CPU time (user+system, every goroutine:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -44,7 +45,7 @@ func TestCheckOrigin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := g.HTTP(s, gateway.HTTPOptions{AllowedOrigins: tt.allowed}).Handler
+			h := g.HTTP(s, endpoint.Options{AllowedOrigins: tt.allowed}).Handler
 			for _, path := range []string{"/healthz", "/mcp"} {
 				req := httptest.NewRequest(http.MethodGet, path, nil)
 				if path == "/mcp" {
@@ -76,13 +77,13 @@ func TestMetricsEndpointOptional(t *testing.T) {
 	t.Parallel()
 	g := gateway.New(config.Default(), provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
 	s := g.MCPServer()
-	without := g.HTTP(s, gateway.HTTPOptions{}).Handler
+	without := g.HTTP(s, endpoint.Options{}).Handler
 	rec := httptest.NewRecorder()
 	without.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("/metrics without a handler = %d", rec.Code)
 	}
-	with := g.HTTP(s, gateway.HTTPOptions{Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	with := g.HTTP(s, endpoint.Options{Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("m 1\n"))
 	})}).Handler
 	rec = httptest.NewRecorder()

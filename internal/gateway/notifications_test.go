@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -20,7 +21,7 @@ import (
 func TestModernNotificationsAccepted(t *testing.T) {
 	t.Parallel()
 	g := gateway.New(config.Default(), provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
-	h := g.HTTP(g.MCPServer(), gateway.HTTPOptions{}).Handler
+	h := g.HTTP(g.MCPServer(), endpoint.Options{}).Handler
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcp.LATEST_PROTOCOL_VERSION + `"}`
 	tests := []struct{ name, body string }{
 		{"cancelled without _meta", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // Progress a front-door call relays is queued to mcp-go, whose forwarder
@@ -64,9 +65,9 @@ func (w progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // hangar_find_tools; every other request passes untouched.
 func countProgress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		env, ok := RequestEnvelope(r.Context())
+		env, ok := endpoint.RequestEnvelope(r.Context())
 		if !ok || env.Method != string(mcp.MethodToolsCall) ||
-			(!bytes.Contains(env.params, []byte(`"progressToken"`)) && !bytes.Contains(env.params, []byte(`"`+findToolName+`"`))) {
+			(!bytes.Contains(env.Params, []byte(`"progressToken"`)) && !bytes.Contains(env.Params, []byte(`"`+findToolName+`"`))) {
 			next.ServeHTTP(w, r)
 			return
 		}

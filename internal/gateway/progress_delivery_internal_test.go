@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // TestProgressWriterCounts: the writer recognises a progress notification
@@ -65,11 +66,11 @@ func TestProgressWriterCounts(t *testing.T) {
 			params = `{"name":"x","_meta":{"progressToken":"t"}}`
 		}
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
-		env, eerr := ParseEnvelope([]byte(body))
+		env, eerr := endpoint.ParseEnvelope([]byte(body))
 		if eerr != nil {
 			t.Fatal(eerr)
 		}
-		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body)).WithContext(context.WithValue(context.Background(), envelopeKey{}, env))
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body)).WithContext(endpoint.WithEnvelope(context.Background(), env))
 		h.ServeHTTP(httptest.NewRecorder(), req)
 		switch {
 		case withToken && (got == nil || got.written.Load() != 2 || got.queued.Load() != 2):

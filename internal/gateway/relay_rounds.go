@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
@@ -101,7 +102,7 @@ func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandl
 				return next(ctx, req)
 			}
 			if req.Params.RequestState != "" {
-				c, err := r.resume(ctx, req.Params.RequestState, sessionOwner(ctx), req.Params.Name)
+				c, err := r.resume(ctx, req.Params.RequestState, endpoint.SessionOwner(ctx), req.Params.Name)
 				if err != nil {
 					return fail(err)
 				}
@@ -120,7 +121,7 @@ func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandl
 // start runs the call on its own goroutine, detached from the client's
 // request: it outlives it while it waits for the client's input.
 func (r *inputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps mcp.ClientCapabilities, next server.ToolHandlerFunc) *roundCall {
-	c := &roundCall{rounds: r, owner: sessionOwner(ctx), tool: req.Params.Name, caps: caps,
+	c := &roundCall{rounds: r, owner: endpoint.SessionOwner(ctx), tool: req.Params.Name, caps: caps,
 		asks: make(chan *inputAsk), done: make(chan struct{}), client: ctx}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	callCtx := withRelay(c.ctx, inputRelay{c})
@@ -440,7 +441,7 @@ func (w rootsParamsWriter) Unwrap() http.ResponseWriter { return w.ResponseWrite
 // rootsParams gives 2026-07-28 tools/call answers rootsParamsWriter.
 func rootsParams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if env, ok := RequestEnvelope(r.Context()); ok && env.Method == string(mcp.MethodToolsCall) && modernMessage(r, env) {
+		if env, ok := endpoint.RequestEnvelope(r.Context()); ok && env.Method == string(mcp.MethodToolsCall) && endpoint.ModernMessage(r, env) {
 			w = rootsParamsWriter{w}
 		}
 		next.ServeHTTP(w, r)

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/discovery"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -126,7 +127,7 @@ func newScopeGateway(t *testing.T, tune func(*config.Config, *gateway.Gateway)) 
 		RateLimit: cfg.Auth.RateLimit,
 		Log:       quiet,
 	}
-	ep := g.HTTP(srv, gateway.HTTPOptions{Auth: ah, Metrics: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})})
+	ep := g.HTTP(srv, endpoint.Options{Auth: ah, Metrics: promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})})
 	hs := httptest.NewServer(ep.Handler)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -397,7 +398,7 @@ func TestScopeSessionLimitAudited(t *testing.T) {
 	g := gateway.New(cfg, provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
 	a := &fakeAudit{}
 	g.AuditStore = a
-	ep := g.HTTP(g.MCPServer(), gateway.HTTPOptions{MaxSessions: 1,
+	ep := g.HTTP(g.MCPServer(), endpoint.Options{MaxSessions: 1,
 		Auth: &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), cfg.Auth, auth.Options{}), Log: quiet}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -31,14 +32,14 @@ const (
 	identityHeader = "X-Test-Identity"
 )
 
-// endpoint is the real HTTP handler with the real auth middleware; the
+// testEndpoint is the real HTTP handler with the real auth middleware; the
 // test header names the token a request sends.
-type endpoint struct {
-	ep *gateway.Endpoint
+type testEndpoint struct {
+	ep *endpoint.Endpoint
 	h  http.Handler
 }
 
-func newEndpoint(t *testing.T, o gateway.HTTPOptions) *endpoint {
+func newEndpoint(t *testing.T, o endpoint.Options) *testEndpoint {
 	t.Helper()
 	cfg := config.Default()
 	for _, name := range []string{"alice", "bob", "carol", "dave", "mallory"} {
@@ -63,7 +64,7 @@ func newEndpoint(t *testing.T, o gateway.HTTPOptions) *endpoint {
 		}
 		ep.Handler.ServeHTTP(w, r)
 	})
-	return &endpoint{ep: ep, h: h}
+	return &testEndpoint{ep: ep, h: h}
 }
 
 type reqOpt func(*http.Request)
@@ -73,7 +74,7 @@ func withSession(id string) reqOpt {
 	return func(r *http.Request) { r.Header.Set("Mcp-Session-Id", id) }
 }
 
-func (e *endpoint) do(method, body string, opts ...reqOpt) *httptest.ResponseRecorder {
+func (e *testEndpoint) do(method, body string, opts ...reqOpt) *httptest.ResponseRecorder {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -91,7 +92,7 @@ func (e *endpoint) do(method, body string, opts ...reqOpt) *httptest.ResponseRec
 }
 
 // open initializes a session and returns its id.
-func (e *endpoint) open(t *testing.T, opts ...reqOpt) string {
+func (e *testEndpoint) open(t *testing.T, opts ...reqOpt) string {
 	t.Helper()
 	rec := e.do(http.MethodPost, initBody, opts...)
 	id := rec.Header().Get("Mcp-Session-Id")
@@ -124,100 +125,100 @@ func TestHTTPRejections(t *testing.T) {
 		name string
 		// run sends the request under test, given a fresh endpoint and a
 		// session "alice" opened on it.
-		run      func(e *endpoint, alice string) *httptest.ResponseRecorder
+		run      func(e *testEndpoint, alice string) *httptest.ResponseRecorder
 		status   int
 		rpcCode  int    // expected JSON-RPC error code, 0 for none
 		contains string // in the body
 	}{
-		{"own session works", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"own session works", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, listBody, as("alice"), withSession(s))
 		}, http.StatusOK, 0, `"tools"`},
-		{"made-up id POST", func(e *endpoint, _ string) *httptest.ResponseRecorder {
+		{"made-up id POST", func(e *testEndpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, listBody, as("alice"), withSession(made))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"made-up mcp-go style id POST", func(e *endpoint, _ string) *httptest.ResponseRecorder {
+		{"made-up mcp-go style id POST", func(e *testEndpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, listBody, as("alice"), withSession("mcp-session-1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"made-up id GET", func(e *endpoint, _ string) *httptest.ResponseRecorder {
+		{"made-up id GET", func(e *testEndpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodGet, "", as("alice"), withSession(made))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"made-up id DELETE", func(e *endpoint, _ string) *httptest.ResponseRecorder {
+		{"made-up id DELETE", func(e *testEndpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodDelete, "", as("alice"), withSession(made))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"no id POST", func(e *endpoint, _ string) *httptest.ResponseRecorder {
+		{"no id POST", func(e *testEndpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, listBody, as("alice"))
 		}, http.StatusBadRequest, 0, "Mcp-Session-Id"},
-		{"no id GET", func(e *endpoint, _ string) *httptest.ResponseRecorder {
+		{"no id GET", func(e *testEndpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodGet, "", as("alice"))
 		}, http.StatusBadRequest, 0, "Mcp-Session-Id"},
-		{"DELETE then POST", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"DELETE then POST", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			if rec := e.do(http.MethodDelete, "", as("alice"), withSession(s)); rec.Code != http.StatusOK {
 				return rec
 			}
 			return e.do(http.MethodPost, listBody, as("alice"), withSession(s))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"DELETE then GET", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"DELETE then GET", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			if rec := e.do(http.MethodDelete, "", as("alice"), withSession(s)); rec.Code != http.StatusOK {
 				return rec
 			}
 			return e.do(http.MethodGet, "", as("alice"), withSession(s))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"DELETE twice", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"DELETE twice", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			if rec := e.do(http.MethodDelete, "", as("alice"), withSession(s)); rec.Code != http.StatusOK {
 				return rec
 			}
 			return e.do(http.MethodDelete, "", as("alice"), withSession(s))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"another identity POST", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"another identity POST", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, listBody, as("mallory"), withSession(s))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"another identity GET", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"another identity GET", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodGet, "", as("mallory"), withSession(s))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"another identity DELETE leaves it alone", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"another identity DELETE leaves it alone", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			if rec := e.do(http.MethodDelete, "", as("mallory"), withSession(s)); rec.Code != http.StatusNotFound {
 				return rec
 			}
 			return e.do(http.MethodPost, listBody, as("alice"), withSession(s))
 		}, http.StatusOK, 0, `"tools"`},
-		{"anonymous on a token's session", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"anonymous on a token's session", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, listBody, withSession(s))
 		}, http.StatusNotFound, 0, "no such session"},
-		{"id null", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"id null", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "id must be a string or a number"},
-		{"id object", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"id object", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "got object"},
-		{"id array", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"id array", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":[1],"method":"tools/list"}`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "got array"},
-		{"id boolean", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"id boolean", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":true,"method":"tools/list"}`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "got boolean"},
-		{"id null on initialize", func(e *endpoint, _ string) *httptest.ResponseRecorder {
+		{"id null on initialize", func(e *testEndpoint, _ string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, strings.Replace(initBody, `"id":1`, `"id":null`, 1), as("alice"))
 		}, http.StatusBadRequest, -32600, "id must be"},
-		{"member name in another case", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"member name in another case", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"tools/list","Method":"tools/call"}`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, `member \"Method\"`},
-		{"member name folding to another", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"member name folding to another", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/list","j\u017fonrpc":"1.0"}`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "lower case"},
-		{"batch", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"batch", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, "["+listBody+"]", as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32600, "batch"},
-		{"empty body", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"empty body", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, "", as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32700, "empty body"},
-		{"not JSON", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"not JSON", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			return e.do(http.MethodPost, `{"jsonrpc":`, as("alice"), withSession(s))
 		}, http.StatusBadRequest, -32700, "Parse error"},
-		{"oversized with Content-Length", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"oversized with Content-Length", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			big := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 2048) + `"}}`
 			return e.do(http.MethodPost, big, as("alice"), withSession(s))
 		}, http.StatusRequestEntityTooLarge, 0, "over the limit of 1024 bytes"},
-		{"oversized chunked", func(e *endpoint, s string) *httptest.ResponseRecorder {
+		{"oversized chunked", func(e *testEndpoint, s string) *httptest.ResponseRecorder {
 			big := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 2048) + `"}}`
 			return e.do(http.MethodPost, big, as("alice"), withSession(s), func(r *http.Request) {
 				r.ContentLength = -1
@@ -228,7 +229,7 @@ func TestHTTPRejections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEndpoint(t, gateway.HTTPOptions{MaxBodyBytes: 1024})
+			e := newEndpoint(t, endpoint.Options{MaxBodyBytes: 1024})
 			s := e.open(t, as("alice"))
 			rec := tt.run(e, s)
 			if rec.Code != tt.status {
@@ -263,7 +264,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestOversizedBodyIsNotRead(t *testing.T) {
 	t.Parallel()
 	const limit = 4096
-	e := newEndpoint(t, gateway.HTTPOptions{MaxBodyBytes: limit})
+	e := newEndpoint(t, endpoint.Options{MaxBodyBytes: limit})
 	for _, chunked := range []bool{false, true} {
 		body := &countingReader{}
 		req := httptest.NewRequest(http.MethodPost, "/mcp", body)
@@ -289,7 +290,7 @@ func TestOversizedBodyIsNotRead(t *testing.T) {
 
 func TestMaxSessions(t *testing.T) {
 	t.Parallel()
-	e := newEndpoint(t, gateway.HTTPOptions{MaxSessions: 2})
+	e := newEndpoint(t, endpoint.Options{MaxSessions: 2})
 	a := e.open(t, as("alice"))
 	e.open(t, as("bob"))
 	rec := e.do(http.MethodPost, initBody, as("carol"))
@@ -317,7 +318,7 @@ func TestMaxSessions(t *testing.T) {
 
 func TestSessionIDsAreRandomAndDistinct(t *testing.T) {
 	t.Parallel()
-	e := newEndpoint(t, gateway.HTTPOptions{})
+	e := newEndpoint(t, endpoint.Options{})
 	seen := map[string]bool{}
 	for range 50 {
 		id := e.open(t)
@@ -332,7 +333,7 @@ func TestSessionIDsAreRandomAndDistinct(t *testing.T) {
 // the session with DELETE, and waits for the stream to close.
 func TestDeleteEndsGetStream(t *testing.T) {
 	t.Parallel()
-	e := newEndpoint(t, gateway.HTTPOptions{})
+	e := newEndpoint(t, endpoint.Options{})
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
 	s := e.open(t, as("alice"))
@@ -382,8 +383,8 @@ func TestSessionIdleExpiry(t *testing.T) {
 		const ttl = time.Minute
 		g := gateway.New(config.Default(), provider.NewManager(nil, provider.Options{Log: quiet}), nil, nil, quiet)
 		mcpServer := g.MCPServer()
-		ep := g.HTTP(mcpServer, gateway.HTTPOptions{SessionIdleTTL: ttl})
-		e := &endpoint{ep: ep, h: ep.Handler}
+		ep := g.HTTP(mcpServer, endpoint.Options{SessionIdleTTL: ttl})
+		e := &testEndpoint{ep: ep, h: ep.Handler}
 		// mcp-go's own record of a session: a notification to it finds it
 		// or not.
 		registered := func(id string) bool {
@@ -434,7 +435,7 @@ func TestSessionIdleExpiry(t *testing.T) {
 // with every one of its sessions in use the new one is refused with 429.
 func TestMaxSessionsPerIdentity(t *testing.T) {
 	t.Parallel()
-	e := newEndpoint(t, gateway.HTTPOptions{MaxSessions: 10, MaxSessionsPerIdentity: 2})
+	e := newEndpoint(t, endpoint.Options{MaxSessions: 10, MaxSessionsPerIdentity: 2})
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
 	a1 := e.open(t, as("alice"))

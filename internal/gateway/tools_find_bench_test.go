@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/toolsearch/labelled"
 )
 
@@ -161,7 +161,7 @@ func BenchmarkSearchModeToolsList(b *testing.B) {
 // listing (frontdoor_listing.go) after the first.
 func BenchmarkSearchModeToolsListHTTP(b *testing.B) {
 	h := searchBench(b)
-	handler := h.g.HTTP(h.srv, gateway.HTTPOptions{}).Handler
+	handler := h.g.HTTP(h.srv, endpoint.Options{}).Handler
 	var cpu []time.Duration
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

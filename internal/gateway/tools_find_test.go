@@ -18,7 +18,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // Search mode (front_door.discovery: search) as clients see it, over the
@@ -68,7 +68,7 @@ func newSearchGateway(t *testing.T) *searchGateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.g.FrontDoor.Run(ctx) }()
-	ep := h.g.HTTP(h.srv, gateway.HTTPOptions{})
+	ep := h.g.HTTP(h.srv, endpoint.Options{})
 	hs := httptest.NewServer(ep.Handler)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

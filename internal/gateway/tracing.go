@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
@@ -18,8 +19,8 @@ import (
 func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := g.Telemetry
-		env, ok := RequestEnvelope(r.Context())
-		if t == nil || !ok || env.Kind != KindRequest {
+		env, ok := endpoint.RequestEnvelope(r.Context())
+		if t == nil || !ok || env.Kind != endpoint.KindRequest {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -32,7 +33,7 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 			client = r.RemoteAddr
 		}
 		ctx, op := t.StartServer(r.Context(), telemetry.ServerRequest{
-			Method: env.Method, Params: env.params, ID: env.ID, ProtocolVersion: version,
+			Method: env.Method, Params: env.Params, ID: env.ID, ProtocolVersion: version,
 			SessionID: r.Header.Get(server.HeaderKeySessionID), ClientAddress: client,
 			Transport: telemetry.TransportTCP, Header: r.Header, Identity: callerOf(r.Context()).Name,
 		})

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -203,7 +204,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	svc.Notifier.Attach(mcpSrv)
 	wg.Add(1)
 	go func() { defer wg.Done(); svc.Run(ctx, sink) }()
-	ep := g.HTTP(mcpSrv, gateway.HTTPOptions{Auth: testAuth(ctx, log)})
+	ep := g.HTTP(mcpSrv, endpoint.Options{Auth: testAuth(ctx, log)})
 	srv := httptest.NewServer(withIdentity(ep.Handler))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()

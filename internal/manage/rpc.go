@@ -60,7 +60,7 @@ func rpcError(err error) *RPCError {
 // check: unknown mcp/* methods get -32601 from here, not from mcp-go).
 func IsMethod(method string) bool { return strings.HasPrefix(method, "mcp/") }
 
-// Handles implements gateway.Management: IsMethod.
+// Handles implements endpoint.Management: IsMethod.
 func (s *Service) Handles(method string) bool { return IsMethod(method) }
 
 // Call runs one method; params may be empty.

@@ -1,4 +1,4 @@
-package gateway
+package endpoint
 
 import (
 	"bytes"
@@ -25,19 +25,19 @@ import (
 // errCancelledByClient is the cause of a request the client cancelled.
 var errCancelledByClient = errors.New("cancelled by the client (notifications/cancelled)")
 
-type inflightKey struct{ owner, id string }
+type InflightKey struct{ owner, id string }
 
-// inflightRequests are the 2026-07-28 requests being served.
-type inflightRequests struct {
+// Inflight are the 2026-07-28 requests being served.
+type Inflight struct {
 	mu sync.Mutex
-	m  map[inflightKey]*inflightRequest
+	m  map[InflightKey]*inflightRequest
 }
 
 type inflightRequest struct{ cancel context.CancelCauseFunc }
 
-// modernMessage reports whether r is a 2026-07-28 (or later) message: by
+// ModernMessage reports whether r is a 2026-07-28 (or later) message: by
 // its header, else by its _meta.
-func modernMessage(r *http.Request, env Envelope) bool {
+func ModernMessage(r *http.Request, env Envelope) bool {
 	return mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(env.MetaProtocolVersion())
 }
 
@@ -51,21 +51,21 @@ func requestKey(raw json.RawMessage) string {
 	return b.String()
 }
 
-func (f *inflightRequests) middleware(next http.Handler) http.Handler {
+func (f *Inflight) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		env, ok := RequestEnvelope(r.Context())
-		if !ok || env.Kind == KindResponse || !modernMessage(r, env) {
+		if !ok || env.Kind == KindResponse || !ModernMessage(r, env) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		owner := sessionOwner(r.Context())
+		owner := SessionOwner(r.Context())
 		if env.Kind == KindNotification {
 			if env.Method == string(mcp.MethodNotificationCancelled) {
 				var p struct {
 					RequestID json.RawMessage `json:"requestId"`
 				}
-				if len(env.params) > 0 && json.Unmarshal(env.params, &p) == nil && len(p.RequestID) > 0 {
-					f.cancel(inflightKey{owner, requestKey(p.RequestID)})
+				if len(env.Params) > 0 && json.Unmarshal(env.Params, &p) == nil && len(p.RequestID) > 0 {
+					f.Cancel(InflightKey{owner, requestKey(p.RequestID)})
 				}
 			}
 			w.WriteHeader(http.StatusAccepted)
@@ -73,10 +73,10 @@ func (f *inflightRequests) middleware(next http.Handler) http.Handler {
 		}
 		ctx, cancel := context.WithCancelCause(r.Context())
 		defer cancel(nil)
-		key, req := inflightKey{owner, requestKey(env.ID)}, &inflightRequest{cancel: cancel}
+		key, req := InflightKey{owner, requestKey(env.ID)}, &inflightRequest{cancel: cancel}
 		f.mu.Lock()
 		if f.m == nil {
-			f.m = map[inflightKey]*inflightRequest{}
+			f.m = map[InflightKey]*inflightRequest{}
 		}
 		f.m[key] = req
 		f.mu.Unlock()
@@ -91,7 +91,7 @@ func (f *inflightRequests) middleware(next http.Handler) http.Handler {
 	})
 }
 
-func (f *inflightRequests) cancel(key inflightKey) {
+func (f *Inflight) Cancel(key InflightKey) {
 	f.mu.Lock()
 	req := f.m[key]
 	f.mu.Unlock()

@@ -1,11 +1,11 @@
-package gateway_test
+package endpoint_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // FuzzParseEnvelope checks the envelope classification's promises on any
@@ -15,7 +15,7 @@ import (
 // The seed corpus is testdata/fuzz/FuzzParseEnvelope, replayed by go test.
 func FuzzParseEnvelope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
-		env, perr := gateway.ParseEnvelope(body)
+		env, perr := endpoint.ParseEnvelope(body)
 		if perr != nil {
 			if perr.Code != -32700 && perr.Code != -32600 {
 				t.Fatalf("refusal code %d, want -32700 or -32600", perr.Code)
@@ -37,18 +37,18 @@ func FuzzParseEnvelope(f *testing.F) {
 		}
 		id, hasID := m["id"]
 		switch env.Kind {
-		case gateway.KindRequest, gateway.KindResponse:
+		case endpoint.KindRequest, endpoint.KindResponse:
 			if !hasID || !isStringOrNumber(id) || !bytes.Equal(env.ID, id) {
 				t.Fatalf("%s accepted with id %q (envelope id %q)", env.Kind, id, env.ID)
 			}
-		case gateway.KindNotification:
+		case endpoint.KindNotification:
 			if hasID {
 				t.Fatalf("notification accepted with an id member %q", id)
 			}
 		default:
 			t.Fatalf("accepted with kind %q", env.Kind)
 		}
-		if (env.Kind == gateway.KindResponse) != (env.Method == "") {
+		if (env.Kind == endpoint.KindResponse) != (env.Method == "") {
 			t.Fatalf("kind %s with method %q", env.Kind, env.Method)
 		}
 	})

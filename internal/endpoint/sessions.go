@@ -1,4 +1,4 @@
-package gateway
+package endpoint
 
 import (
 	"context"
@@ -27,8 +27,8 @@ import (
 // the table vouched for. MCP 2026-07-28 has no sessions: those requests
 // pass untouched.
 
-// anonymousOwner owns the sessions of callers without an identity.
-const anonymousOwner = "anonymous"
+// AnonymousOwner owns the sessions of callers without an identity.
+const AnonymousOwner = "anonymous"
 
 // errSessionsFull is the refusal of a new session when max_sessions are open.
 var errSessionsFull = errors.New("session limit reached")
@@ -37,24 +37,24 @@ var errSessionsFull = errors.New("session limit reached")
 // max_sessions_per_identity sessions, every one of them in use.
 var errOwnSessionsBusy = errors.New("every session of this identity is in use")
 
-// sessionGrant is what the request's identity grants ("" without one).
-func sessionGrant(ctx context.Context) string {
+// SessionGrant is what the request's identity grants ("" without one).
+func SessionGrant(ctx context.Context) string {
 	if id, ok := auth.FromContext(ctx); ok {
 		return id.ViewKey()
 	}
 	return ""
 }
 
-// sessionOwner is who a request's sessions belong to.
-func sessionOwner(ctx context.Context) string {
+// SessionOwner is who a request's sessions belong to.
+func SessionOwner(ctx context.Context) string {
 	id, ok := auth.FromContext(ctx)
 	if !ok || id.Kind == auth.KindAnonymous {
-		return anonymousOwner
+		return AnonymousOwner
 	}
 	return id.Kind + ":" + id.Name
 }
 
-type session struct {
+type Session struct {
 	owner string
 	// grant is what the owner's identity granted when the session began
 	// (auth.Identity.ViewKey): a reload that changes it ends the session,
@@ -68,23 +68,23 @@ type session struct {
 	streams map[*context.CancelFunc]struct{}
 }
 
-// sessionTable holds the open sessions.
-type sessionTable struct {
+// SessionTable holds the open sessions.
+type SessionTable struct {
 	max int
 	// perOwner bounds one identity's sessions, so that one caller (a
 	// client that never sends DELETE, say) cannot take the whole table.
 	perOwner int
 	ttl      time.Duration
 	log      *slog.Logger
-	// release frees what mcp-go holds for an ended session (an internal
+	// Release frees what mcp-go holds for an ended session (an internal
 	// DELETE through the streamable server); set once before serving.
-	release func(id string)
-	// refused, when set, records an initialize refused for the limits
+	Release func(id string)
+	// Refused, when set, records an initialize Refused for the limits
 	// (429, 503) in the audit trail; set once before serving.
-	refused func(r *http.Request, f auth.Refusal)
+	Refused func(r *http.Request, f auth.Refusal)
 
 	mu       sync.Mutex
-	byID     map[string]*session
+	byID     map[string]*Session
 	reserved int // initialize requests between the capacity check and Generate
 	// reservedBy counts reserved by owner.
 	reservedBy map[string]int
@@ -93,18 +93,18 @@ type sessionTable struct {
 	closed     bool
 }
 
-func newSessionTable(max, perOwner int, ttl time.Duration, log *slog.Logger) *sessionTable {
+func NewSessionTable(max, perOwner int, ttl time.Duration, log *slog.Logger) *SessionTable {
 	if perOwner <= 0 || perOwner > max {
 		perOwner = max
 	}
-	return &sessionTable{max: max, perOwner: perOwner, ttl: ttl, log: log, byID: map[string]*session{},
+	return &SessionTable{max: max, perOwner: perOwner, ttl: ttl, log: log, byID: map[string]*Session{},
 		reservedBy: map[string]int{}, stop: make(chan struct{})}
 }
 
 // reservation holds a slot for an initialize request until mcp-go asks
 // for the session id (Generate), or gives it back.
 type reservation struct {
-	t     *sessionTable
+	t     *SessionTable
 	owner string
 	used  bool // guarded by t.mu
 }
@@ -113,7 +113,7 @@ type reservation struct {
 // holds its limit, its least recently active idle session ends to make
 // room, so clients that never send DELETE keep working; when every one of
 // them is in use, the new one is refused.
-func (t *sessionTable) reserve(owner string) (*reservation, error) {
+func (t *SessionTable) reserve(owner string) (*reservation, error) {
 	t.mu.Lock()
 	if len(t.byID)+t.reserved >= t.max {
 		expired := t.expiredLocked(time.Now())
@@ -133,8 +133,8 @@ func (t *sessionTable) reserve(owner string) (*reservation, error) {
 		}
 		t.log.Info("session ended to make room for a new one of the same identity",
 			"max_sessions_per_identity", t.perOwner)
-		if t.release != nil {
-			t.release(oldest)
+		if t.Release != nil {
+			t.Release(oldest)
 		}
 		t.mu.Lock()
 	}
@@ -153,7 +153,7 @@ func (t *sessionTable) reserve(owner string) (*reservation, error) {
 // heldLocked counts owner's sessions and reservations, and names its
 // least recently active session that serves nothing now ("" if none).
 // Initialize is rare enough for a scan.
-func (t *sessionTable) heldLocked(owner string) (held int, oldestIdle string) {
+func (t *SessionTable) heldLocked(owner string) (held int, oldestIdle string) {
 	var at time.Time
 	for id, s := range t.byID {
 		if s.owner != owner {
@@ -187,14 +187,14 @@ func (r *reservation) release() {
 
 // create mints a session for owner with grant, using res's slot when it
 // has one.
-func (t *sessionTable) create(owner, grant string, res *reservation) string {
+func (t *SessionTable) create(owner, grant string, res *reservation) string {
 	id := rand.Text() // 26 base32 characters: 130 bits from the CSPRNG
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if res != nil && res.t == t {
 		res.useLocked()
 	}
-	t.byID[id] = &session{owner: owner, grant: grant, lastActive: time.Now()}
+	t.byID[id] = &Session{owner: owner, grant: grant, lastActive: time.Now()}
 	if !t.sweeping && !t.closed {
 		t.sweeping = true
 		go t.sweep()
@@ -204,7 +204,7 @@ func (t *sessionTable) create(owner, grant string, res *reservation) string {
 
 // acquire returns the session id names when owner holds it with the same
 // grant and it has not expired, marking it busy until done is called.
-func (t *sessionTable) acquire(id, owner, grant string) (s *session, ok bool) {
+func (t *SessionTable) acquire(id, owner, grant string) (s *Session, ok bool) {
 	t.mu.Lock()
 	s = t.byID[id]
 	if s == nil || s.owner != owner {
@@ -220,8 +220,8 @@ func (t *sessionTable) acquire(id, owner, grant string) (s *session, ok bool) {
 			c()
 		}
 		t.log.Info("session ended: its identity's grants changed")
-		if t.release != nil {
-			t.release(id)
+		if t.Release != nil {
+			t.Release(id)
 		}
 		return nil, false
 	}
@@ -240,7 +240,7 @@ func (t *sessionTable) acquire(id, owner, grant string) (s *session, ok bool) {
 	return s, true
 }
 
-func (t *sessionTable) done(s *session) {
+func (t *SessionTable) Done(s *Session) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s.busy--
@@ -249,7 +249,7 @@ func (t *sessionTable) done(s *session) {
 
 // stream registers the cancel of a GET stream, so that ending the session
 // ends the stream; the returned func unregisters it.
-func (t *sessionTable) stream(s *session, cancel context.CancelFunc) func() {
+func (t *SessionTable) stream(s *Session, cancel context.CancelFunc) func() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s.streams == nil {
@@ -268,15 +268,15 @@ type sessionKey struct{}
 
 // sessionRef is the session a request was made on.
 type sessionRef struct {
-	t *sessionTable
-	s *session
+	t *SessionTable
+	s *Session
 }
 
-// listening reports whether the session of the request in ctx has a GET
+// Listening reports whether the session of the request in ctx has a GET
 // stream open: mcp-go sends server-to-client requests (sampling, roots)
 // on it only. known is false for a request that came another way (in
 // process, or a protocol without sessions).
-func listening(ctx context.Context) (open, known bool) {
+func Listening(ctx context.Context) (open, known bool) {
 	ref, ok := ctx.Value(sessionKey{}).(sessionRef)
 	if !ok {
 		return false, false
@@ -288,7 +288,7 @@ func listening(ctx context.Context) (open, known bool) {
 
 // terminate ends a session: it is forgotten at once and its GET streams
 // are cancelled. It reports whether the session existed.
-func (t *sessionTable) terminate(id string) bool {
+func (t *SessionTable) terminate(id string) bool {
 	t.mu.Lock()
 	_, existed := t.byID[id]
 	cancels := t.endLocked(id)
@@ -301,7 +301,7 @@ func (t *sessionTable) terminate(id string) bool {
 
 // endLocked forgets a session and returns the cancels of its GET streams,
 // to be called once the lock is released.
-func (t *sessionTable) endLocked(id string) []context.CancelFunc {
+func (t *SessionTable) endLocked(id string) []context.CancelFunc {
 	s := t.byID[id]
 	delete(t.byID, id)
 	var cancels []context.CancelFunc
@@ -313,12 +313,12 @@ func (t *sessionTable) endLocked(id string) []context.CancelFunc {
 	return cancels
 }
 
-func (t *sessionTable) idle(s *session, now time.Time) bool {
+func (t *SessionTable) idle(s *Session, now time.Time) bool {
 	return s.busy == 0 && now.Sub(s.lastActive) >= t.ttl
 }
 
 // expiredLocked removes and returns the sessions idle past the TTL.
-func (t *sessionTable) expiredLocked(now time.Time) []string {
+func (t *SessionTable) expiredLocked(now time.Time) []string {
 	var ids []string
 	for id, s := range t.byID {
 		if t.idle(s, now) {
@@ -330,11 +330,11 @@ func (t *sessionTable) expiredLocked(now time.Time) []string {
 }
 
 // free releases what mcp-go holds for ended sessions.
-func (t *sessionTable) free(ids []string) {
+func (t *SessionTable) free(ids []string) {
 	for _, id := range ids {
 		t.log.Info("session expired", "idle_ttl", t.ttl.String())
-		if t.release != nil {
-			t.release(id)
+		if t.Release != nil {
+			t.Release(id)
 		}
 	}
 }
@@ -342,7 +342,7 @@ func (t *sessionTable) free(ids []string) {
 // sweep expires idle sessions until none is left (or the table closes);
 // create starts it again with the next session, so an idle gateway runs
 // no goroutine for sessions.
-func (t *sessionTable) sweep() {
+func (t *SessionTable) sweep() {
 	interval := min(max(t.ttl/4, time.Second), time.Minute)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -366,8 +366,8 @@ func (t *sessionTable) sweep() {
 	}
 }
 
-// close stops the sweeper; sessions left are ended by mcp-go's shutdown.
-func (t *sessionTable) close() {
+// Close stops the sweeper; sessions left are ended by mcp-go's shutdown.
+func (t *SessionTable) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.closed {
@@ -376,8 +376,8 @@ func (t *sessionTable) close() {
 	}
 }
 
-// count is the number of open sessions.
-func (t *sessionTable) count() int {
+// Count is the number of open sessions.
+func (t *SessionTable) Count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.byID)
@@ -387,7 +387,7 @@ func (t *sessionTable) count() int {
 // resolver hands mcp-go a manager carrying the request's owner and
 // reservation, so Generate binds the new session to the caller.
 type sessionManager struct {
-	t     *sessionTable
+	t     *SessionTable
 	owner string
 	grant string
 	res   *reservation
@@ -395,18 +395,18 @@ type sessionManager struct {
 
 var (
 	_ server.SessionIdManager         = sessionManager{}
-	_ server.SessionIdManagerResolver = (*sessionTable)(nil)
+	_ server.SessionIdManagerResolver = (*SessionTable)(nil)
 )
 
 type reservationKey struct{}
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver; r is
 // nil when mcp-go shuts down.
-func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
-	m := sessionManager{t: t, owner: anonymousOwner}
+func (t *SessionTable) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	m := sessionManager{t: t, owner: AnonymousOwner}
 	if r != nil {
-		m.owner = sessionOwner(r.Context())
-		m.grant = sessionGrant(r.Context())
+		m.owner = SessionOwner(r.Context())
+		m.grant = SessionGrant(r.Context())
 		m.res, _ = r.Context().Value(reservationKey{}).(*reservation)
 	}
 	return m
@@ -430,8 +430,8 @@ func (m sessionManager) Terminate(id string) (bool, error) {
 	return false, nil
 }
 
-// middleware enforces the table in front of mcp-go.
-func (t *sessionTable) middleware(next http.Handler) http.Handler {
+// Middleware enforces the table in front of mcp-go.
+func (t *SessionTable) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		env, isPost := RequestEnvelope(r.Context())
 		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || (isPost && mcp.IsModernProtocol(env.MetaProtocolVersion())) {
@@ -441,14 +441,14 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 		switch r.Method {
 		case http.MethodPost:
 			if env.Method == string(mcp.MethodInitialize) {
-				res, err := t.reserve(sessionOwner(r.Context()))
-				if err != nil && t.refused != nil {
+				res, err := t.reserve(SessionOwner(r.Context()))
+				if err != nil && t.Refused != nil {
 					status := http.StatusServiceUnavailable
 					if errors.Is(err, errOwnSessionsBusy) {
 						status = http.StatusTooManyRequests
 					}
 					id, _ := auth.FromContext(r.Context())
-					t.refused(r, auth.Refusal{Status: status, Identity: id, Reason: "session_limit: " + err.Error()})
+					t.Refused(r, auth.Refusal{Status: status, Identity: id, Reason: "session_limit: " + err.Error()})
 				}
 				if errors.Is(err, errOwnSessionsBusy) {
 					w.Header().Set("Retry-After", "30")
@@ -476,14 +476,14 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 			http.Error(w, "Bad Request: the "+server.HeaderKeySessionID+" header is required (send initialize first)", http.StatusBadRequest)
 			return
 		}
-		s, ok := t.acquire(id, sessionOwner(r.Context()), sessionGrant(r.Context()))
+		s, ok := t.acquire(id, SessionOwner(r.Context()), SessionGrant(r.Context()))
 		if !ok {
 			// The same answer for unknown, expired, ended and someone
 			// else's: never tell a caller that a session exists.
 			http.Error(w, "Not Found: no such session; send initialize to start a new one", http.StatusNotFound)
 			return
 		}
-		defer t.done(s)
+		defer t.Done(s)
 		switch r.Method {
 		case http.MethodGet:
 			ctx, cancel := context.WithCancel(r.Context())
@@ -498,20 +498,20 @@ func (t *sessionTable) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// releaseVia frees mcp-go's per-session state of an expired session by
+// ReleaseVia frees mcp-go's per-session state of an expired session by
 // serving it an internal DELETE: the only entry point that runs its
 // cleanup without its own sweeper.
-func releaseVia(h http.Handler) func(id string) {
+func ReleaseVia(h http.Handler) func(id string) {
 	return func(id string) {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", http.NoBody)
 		req.Header.Set(server.HeaderKeySessionID, id)
-		h.ServeHTTP(discard{h: http.Header{}}, req)
+		h.ServeHTTP(Discard{h: http.Header{}}, req)
 	}
 }
 
-// discard is a ResponseWriter that keeps nothing.
-type discard struct{ h http.Header }
+// Discard is a ResponseWriter that keeps nothing.
+type Discard struct{ h http.Header }
 
-func (d discard) Header() http.Header         { return d.h }
-func (d discard) Write(p []byte) (int, error) { return len(p), nil }
-func (d discard) WriteHeader(int)             {}
+func (d Discard) Header() http.Header         { return d.h }
+func (d Discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d Discard) WriteHeader(int)             {}

@@ -1,4 +1,4 @@
-package gateway
+package endpoint
 
 import (
 	"bytes"
@@ -41,19 +41,19 @@ type Envelope struct {
 	// ID is the request id as sent (a JSON string or number), nil for a
 	// notification.
 	ID json.RawMessage
-	// params is the request's params as sent, for MetaProtocolVersion and
+	// Params is the request's Params as sent, for MetaProtocolVersion and
 	// the direct call path.
-	params json.RawMessage
-	// answer: a request that also has a non-null "result", which mcp-go
+	Params json.RawMessage
+	// Answer: a request that also has a non-null "result", which mcp-go
 	// takes for a response (and drops).
-	answer bool
+	Answer bool
 }
 
 // MetaProtocolVersion is params._meta's protocol version (MCP 2026-07-28
 // states it per request), "" when absent. It decodes the params when
 // asked, not in ParseEnvelope: the session table only needs it when the
 // request's header does not already say 2026-07-28.
-func (e Envelope) MetaProtocolVersion() string { return metaProtocolVersion(e.params) }
+func (e Envelope) MetaProtocolVersion() string { return metaProtocolVersion(e.Params) }
 
 // EnvelopeError is a message refused by the envelope check, answered as a
 // JSON-RPC error.
@@ -139,9 +139,9 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		if hasID {
 			env.Kind = KindRequest
 		}
-		env.params = m["params"]
+		env.Params = m["params"]
 		if res, ok := m["result"]; ok && jsonKind(res) != "null" {
-			env.answer = true
+			env.Answer = true
 		}
 		return env, nil
 	}
@@ -228,13 +228,19 @@ func RequestEnvelope(ctx context.Context) (Envelope, bool) {
 	return env, ok
 }
 
-// checkEnvelope reads a POST body of at most limit bytes once, refuses
+// WithEnvelope is ctx carrying env, as CheckEnvelope hands a request on
+// (for handlers served without the endpoint, and their tests).
+func WithEnvelope(ctx context.Context, env Envelope) context.Context {
+	return context.WithValue(ctx, envelopeKey{}, env)
+}
+
+// CheckEnvelope reads a POST body of at most limit bytes once, refuses
 // what ParseEnvelope refuses, and hands the body on in memory (the scope
 // guard and mcp-go share that one buffer) with the envelope in the
 // context. A larger body is refused with 413: by its Content-Length before
 // anything is read, else after reading limit+1 bytes, so a huge body costs
 // no memory.
-func checkEnvelope(limit int64, next http.Handler) http.Handler {
+func CheckEnvelope(limit int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
 			tooLarge(w, r, limit)
@@ -261,7 +267,7 @@ func checkEnvelope(limit int64, next http.Handler) http.Handler {
 			writeEnvelopeError(w, eerr)
 			return
 		}
-		r.Body = &memBody{b: body}
+		r.Body = &MemBody{b: body}
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), envelopeKey{}, env)))
 	})

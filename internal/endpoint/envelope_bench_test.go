@@ -1,10 +1,10 @@
-package gateway_test
+package endpoint_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 func BenchmarkParseEnvelope(b *testing.B) {
@@ -15,7 +15,7 @@ func BenchmarkParseEnvelope(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := gateway.ParseEnvelope(body); err != nil {
+				if _, err := endpoint.ParseEnvelope(body); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,0 +1,190 @@
+// Package endpoint is the first stop of every request: hangar's HTTP
+// pipeline and its one routing table for /mcp.
+//
+// A POST to /mcp goes through, in this order:
+//
+//	origin     Origin header allow-list (DNS rebinding)          CheckOrigin
+//	auth       token or JWT → identity, scopes, rate limit        auth.HTTP
+//	envelope   body read once, bounded; JSON-RPC shape checked    CheckEnvelope
+//	stages     trace context, scope guard, stream holds, 2026-07-28
+//	           cancellation and roots (given by the gateway)      Parts.Stages
+//	routes     the table below, first row that serves wins        Table
+//
+// The table (Table.Rows, built by the gateway, see gateway.Routes):
+//
+//	mcp/*        seed 003's management methods      outside sessions
+//	─── session table (2025-11-25 session ids; 2026-07-28 passes) ───
+//	unserved     resources/read of what is withheld  answered here
+//	direct call  plain tools/call by name            the call path
+//	listing      stateless tools/list                the front door's cache
+//	mcp-go       everything else                     the MCP server
+//
+// Each row either serves a request or declines it without writing, and
+// the next row is tried; the last row serves everything.
+package endpoint
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+)
+
+// Options configure the HTTP endpoint.
+type Options struct {
+	// AllowedOrigins may send browser requests; loopback origins always
+	// may. A request with any other Origin header gets 403 (DNS rebinding
+	// and cross-site protection, which mcp-go does not do).
+	AllowedOrigins []string
+	// SessionIdleTTL ends streamable HTTP sessions idle this long
+	// (server.session_idle_ttl, default 30 minutes).
+	SessionIdleTTL time.Duration
+	// MaxSessions bounds the open sessions (server.max_sessions, default
+	// 1000); an initialize beyond it gets 503.
+	MaxSessions int
+	// MaxSessionsPerIdentity bounds one caller's open sessions
+	// (server.max_sessions_per_identity; 0 is MaxSessions): beyond it the
+	// caller's least recently active idle session ends.
+	MaxSessionsPerIdentity int
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+	// Metrics serves /metrics; nil leaves it out.
+	Metrics http.Handler
+	// Auth authenticates and rate-limits /mcp. nil trusts every caller as
+	// local, as a loopback gateway without tokens does: app.ServeHTTP
+	// always sets it from the config and the listen address.
+	Auth *auth.HTTP
+}
+
+// withDefaults fills what o leaves unset.
+func (o Options) withDefaults() Options {
+	if o.SessionIdleTTL <= 0 {
+		o.SessionIdleTTL = 30 * time.Minute
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 16 << 20
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1000
+	}
+	if o.Auth == nil {
+		o.Auth = &auth.HTTP{Auth: auth.NewAuthenticator(context.Background(), config.Auth{}, auth.Options{}), Loopback: true}
+	}
+	return o
+}
+
+// Management is the management protocol's HTTP side (seed 003).
+type Management interface {
+	// WrapMCP serves the mcp/* methods on /mcp and passes the rest on.
+	WrapMCP(next http.Handler) http.Handler
+	// Handles reports whether method is one of them.
+	Handles(method string) bool
+	// Events serves /events, the notifications as Server-Sent Events.
+	Events() http.Handler
+}
+
+// Row is one way into /mcp.
+type Row struct {
+	// Name says which requests the row serves, for the reader and logs.
+	Name string
+	// Serve answers r and reports true, or declines, writing nothing.
+	Serve func(w http.ResponseWriter, r *http.Request) bool
+}
+
+// Table is /mcp's routing table.
+type Table struct {
+	// Open rows are tried first, outside the session table: their
+	// methods do not belong to an MCP session.
+	Open []Row
+	// Rows are tried behind the session table.
+	Rows []Row
+	// Last serves what no row took: mcp-go's streamable HTTP server.
+	Last http.Handler
+}
+
+// Parts are what the gateway gives the endpoint.
+type Parts struct {
+	// MCP is the gateway's MCP server; Table.Last should serve it.
+	MCP *server.StreamableHTTPServer
+	// Sessions is the session table MCP was built with (NewSessionTable
+	// and server.WithSessionIdManagerResolver).
+	Sessions *SessionTable
+	// Stages wrap the routing table, outermost first, after the envelope
+	// check (trace context, scope guard, stream holds, ...).
+	Stages []func(http.Handler) http.Handler
+	Table  Table
+	// Mounts are further paths beside /mcp (/events, /metrics, /ui/),
+	// served after the Origin check; each does its own auth.
+	Mounts map[string]http.Handler
+}
+
+// Endpoint is the HTTP side of the gateway.
+type Endpoint struct {
+	Handler  http.Handler
+	mcp      *server.StreamableHTTPServer
+	sessions *SessionTable
+}
+
+// New builds the endpoint: /mcp through the pipeline, /healthz, the
+// OAuth metadata, and p.Mounts.
+func New(o Options, p Parts) *Endpoint {
+	o = o.withDefaults()
+	mux := http.NewServeMux()
+	var h http.Handler = p.Table.handler(p.Sessions)
+	for i := len(p.Stages) - 1; i >= 0; i-- {
+		h = p.Stages[i](h)
+	}
+	// Authentication before the body is read; the envelope check (413,
+	// -32600) reads it once; the stages see it parsed.
+	mux.Handle("/mcp", o.Auth.Middleware(CheckEnvelope(o.MaxBodyBytes, h)))
+	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
+	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	for path, m := range p.Mounts {
+		mux.Handle(path, m)
+	}
+	return &Endpoint{Handler: CheckOrigin(o.AllowedOrigins, mux), mcp: p.MCP, sessions: p.Sessions}
+}
+
+// handler serves the table: open rows, then the session table, then the
+// rows behind it and Last.
+func (t Table) handler(sessions *SessionTable) http.Handler {
+	behind := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, row := range t.Rows {
+			if row.Serve(w, r) {
+				return
+			}
+		}
+		t.Last.ServeHTTP(w, r)
+	}))
+	if sessions != nil {
+		behind = sessions.Middleware(behind)
+	}
+	if len(t.Open) == 0 {
+		return behind
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, row := range t.Open {
+			if row.Serve(w, r) {
+				return
+			}
+		}
+		behind.ServeHTTP(w, r)
+	})
+}
+
+// Sessions returns the streamable HTTP server, for shutdown.
+func (e *Endpoint) Sessions() *server.StreamableHTTPServer { return e.mcp }
+
+// OpenSessions is the number of open streamable HTTP sessions.
+func (e *Endpoint) OpenSessions() int { return e.sessions.Count() }
+
+// Close stops the session sweeper. Call it after Sessions().Shutdown.
+func (e *Endpoint) Close() { e.sessions.Close() }

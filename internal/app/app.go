@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/manage"
@@ -361,7 +362,7 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 	if cfg.ToolAccess.Mode != config.AccessFrontDoor {
 		// Without a front door (the stored catalogs' owner) this
 		// service keeps them, through the same writer.
-		svc.Options.SaveCatalog = gateway.CatalogSaver(a.Store, a.Providers)
+		svc.Options.SaveCatalog = frontdoor.CatalogSaver(a.Store, a.Providers)
 	}
 	a.Gateway.Management = svc
 	a.Gateway.Refuse = svc.Refuse

@@ -125,6 +125,16 @@ func FromContext(ctx context.Context) (Identity, bool) {
 	return id, ok
 }
 
+// Caller is the identity of the request in ctx; a context without one is
+// a local, unrestricted caller (stdio, in-process): the HTTP middleware
+// binds an identity to every network request.
+func Caller(ctx context.Context) Identity {
+	if id, ok := FromContext(ctx); ok {
+		return id
+	}
+	return Local(KindLocal)
+}
+
 // JSON-RPC error codes of seed 004.
 const (
 	CodeUnauthenticated   = -32001

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Audit actions.
@@ -77,12 +78,12 @@ func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
 	g.logFrom(ctx).LogAttrs(ctx, level, "audit",
 		slog.String(FieldIdentity, e.Identity),
 		slog.String(FieldAction, e.Action),
-		slog.String(FieldTool, e.Tool),
-		slog.String(FieldServer, e.Server),
+		slog.String(telemetry.FieldTool, e.Tool),
+		slog.String(telemetry.FieldServer, e.Server),
 		slog.Bool(FieldAllowed, e.Allowed),
 		slog.String(FieldReason, e.Reason),
 		slog.String(FieldOutcome, e.Outcome),
-		slog.Float64(FieldDurationMs, e.DurationMs),
+		slog.Float64(telemetry.FieldDurationMs, e.DurationMs),
 	)
 	// The stored trail is per provider (what details shows): an allowed
 	// hangar_* call that reaches no provider (hangar_list, or hangar_call
@@ -102,7 +103,7 @@ func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
 	}
 	if err := g.AuditStore.AppendAudit(wctx, e); err != nil && !errors.Is(err, audit.ErrQueueFull) {
 		// A full queue is counted and logged by the writer, off the call.
-		g.Log.Warn("audit entry not stored", FieldServer, e.Server, FieldTool, e.Tool, FieldError, err)
+		g.Log.Warn("audit entry not stored", telemetry.FieldServer, e.Server, telemetry.FieldTool, e.Tool, telemetry.FieldError, err)
 	}
 }
 
@@ -118,7 +119,7 @@ func (g *Gateway) recentAudit(ctx context.Context, server string) any {
 	}
 	es, err := g.AuditStore.RecentAudit(ctx, server, recentAuditLimit)
 	if err != nil {
-		g.logFrom(ctx).Warn("audit not read", FieldServer, server, FieldError, err)
+		g.logFrom(ctx).Warn("audit not read", telemetry.FieldServer, server, telemetry.FieldError, err)
 		return nil
 	}
 	out := make([]map[string]any, 0, len(es))
@@ -173,7 +174,7 @@ func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool st
 // aimed at a server the management policy disabled. It reports whether it
 // was.
 func (g *Gateway) refusedCall(ctx context.Context, req mcp.CallToolRequest, e *store.AuditEntry) bool {
-	id := callerOf(ctx)
+	id := auth.Caller(ctx)
 	if ae := checkTool(id, req.Params.Name, req.Params.Arguments); ae != nil {
 		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, forbiddenReason(ae)
 		if strings.HasPrefix(req.Params.Name, "hangar_") {
@@ -213,7 +214,7 @@ func (g *Gateway) auditGuard(ctx context.Context, env envelope, e *auth.Error) {
 		if entry.Server == "" {
 			var args map[string]any
 			_ = json.Unmarshal(env.Params.Arguments, &args)
-			entry.Server = refusedTarget(callerOf(ctx), env.Params.Name, args)
+			entry.Server = refusedTarget(auth.Caller(ctx), env.Params.Name, args)
 		}
 	}
 	g.RecordAudit(ctx, entry)

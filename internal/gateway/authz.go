@@ -16,16 +16,6 @@ import (
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
-// callerOf is the identity a request carries. On the network path the
-// auth middleware always sets one; only in-process callers (tests,
-// embedding code) and stdio have none, and they are the local user.
-func callerOf(ctx context.Context) auth.Identity {
-	if id, ok := auth.FromContext(ctx); ok {
-		return id
-	}
-	return auth.Local(auth.KindLocal)
-}
-
 // toolServer is the provider or group a front-door tool is bound to (the
 // front door's binding: a prefix or a hash suffix may hide it in the
 // name), "" for hangar_* tools (whose target is an argument) and for a
@@ -34,7 +24,7 @@ func (g *Gateway) toolServer(name string) string {
 	if strings.HasPrefix(name, "hangar_") || g.FrontDoor == nil {
 		return ""
 	}
-	if b := g.FrontDoor.binding(name); b != nil {
+	if b := g.FrontDoor.Binding(name); b != nil {
 		return b.Server
 	}
 	return ""
@@ -112,7 +102,7 @@ func checkTargets(id auth.Identity, scope string, targets []string) *auth.Error 
 // listed, and a call of it is refused as of an unknown tool. Front-door
 // tools are filtered per server by the front door (FrontDoor.visible).
 func mayCall(ctx context.Context, t mcp.Tool) bool {
-	return callerOf(ctx).Check(auth.ToolScope(t.Name), "") == nil
+	return auth.Caller(ctx).Check(auth.ToolScope(t.Name), "") == nil
 }
 
 // authorize is the tool-handler middleware that refuses a call outside the
@@ -121,7 +111,7 @@ func mayCall(ctx context.Context, t mcp.Tool) bool {
 // every other way in.
 func authorize(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if e := checkTool(callerOf(ctx), req.Params.Name, req.Params.Arguments); e != nil {
+		if e := checkTool(auth.Caller(ctx), req.Params.Name, req.Params.Arguments); e != nil {
 			return mcp.NewToolResultError(e.Message), nil
 		}
 		return next(ctx, req)
@@ -151,7 +141,7 @@ func guard(h *auth.HTTP, serverOf func(tool string) string, audit func(context.C
 			next.ServeHTTP(w, r)
 			return
 		}
-		id := callerOf(r.Context())
+		id := auth.Caller(r.Context())
 		if unlimited(id) {
 			// Nothing to refuse: do not decode the body for nothing (a
 			// loopback gateway without tokens, every call).
@@ -276,12 +266,12 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // reachable is the caller's server filter, for answers that list servers.
-func reachable(ctx context.Context) func(id string) bool { return callerOf(ctx).MayReach }
+func reachable(ctx context.Context) func(id string) bool { return auth.Caller(ctx).MayReach }
 
 // hotLoadFor is g.HotLoad as the caller sees it: hot-loaded servers
 // outside its filter are not listed.
 func (g *Gateway) hotLoadFor(ctx context.Context) HotLoader {
-	id := callerOf(ctx)
+	id := auth.Caller(ctx)
 	if g.HotLoad == nil || len(id.Servers) == 0 {
 		return g.HotLoad
 	}
@@ -338,7 +328,7 @@ func (g *Gateway) unservedResource(w http.ResponseWriter, r *http.Request) bool 
 		var p struct {
 			URI string `json:"uri"`
 		}
-		if json.Unmarshal(env.Params, &p) != nil || p.URI == "" || !g.FrontDoor.unservedURI(r.Context(), p.URI) {
+		if json.Unmarshal(env.Params, &p) != nil || p.URI == "" || !g.FrontDoor.UnservedURI(r.Context(), p.URI) {
 			return false // mcp-go answers what is malformed
 		}
 		code := mcp.RESOURCE_NOT_FOUND

@@ -8,6 +8,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // tools/call run directly.
@@ -43,7 +45,7 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 	chain := c.(toolChain)
 	var neutral server.Hooks
 	if g.FrontDoor != nil {
-		neutral = g.FrontDoor.listNeutralHooks()
+		neutral = g.FrontDoor.ListNeutralHooks()
 	}
 	impl := mcp.Implementation{Name: "hangar", Version: Version}
 	return func(w http.ResponseWriter, r *http.Request) bool {
@@ -77,7 +79,7 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK) // -32603 is 200 on 2026-07-28 too
 		if err := json.NewEncoder(w).Encode(resp); err != nil {
-			g.Log.Debug("writing a tool answer", FieldError, err)
+			g.Log.Debug("writing a tool answer", telemetry.FieldError, err)
 		}
 		return true
 	}
@@ -97,7 +99,7 @@ type directCall struct {
 // otherwise (streamed notifications, an error it writes itself) for mcp-go.
 func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, chain toolChain, neutral server.Hooks) (directCall, bool) {
 	var c directCall
-	env, version, ok := statelessPost(r, s, st, neutral, mcp.MethodToolsCall)
+	env, version, ok := frontdoor.StatelessPost(r, s, st, neutral, mcp.MethodToolsCall)
 	if !ok {
 		return c, false
 	}

@@ -3,66 +3,15 @@ package gateway
 import (
 	"context"
 	"errors"
-	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
-
-// FrontDoorSource is everything the front door needs from the rest of the
-// gateway: which servers may be served, a way to call them, and a way to
-// learn a catalog. Today it is the provider manager and the group registry
-// (managerSource); the catalog can take its place.
-type FrontDoorSource interface {
-	// Servable lists the servers agents may see, sorted by ID: top-level
-	// providers and groups; never a group member, nor a pending or
-	// quarantined server. It does no I/O and starts nothing.
-	Servable() []Servable
-	// Call invokes tool on server (a provider or a group ID) the way
-	// hangar_call does: single-flight cold start, limits, breaker and
-	// failover, metrics. args go to the provider as they are (raw JSON).
-	Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
-	// Prefetch learns the catalog of a COLD provider (for a group, of its
-	// first member): it starts it, reads its tools, runs whileUp (which
-	// reads the rest) and stops it again. A provider that is not COLD is
-	// left alone.
-	Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error
-	// Extras runs f on server's backend (for a group, a member's): with
-	// start it is started if need be, like a call; without, f runs only on
-	// a backend already running, else provider.ErrNotRunning.
-	Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error
-	// Learn reads the catalog of server (a provider or a group) for a
-	// call that names it: like a call, it starts what is needed and
-	// keeps it running (its idle TTL applies).
-	Learn(ctx context.Context, server string) error
-}
-
-// Servable is one server as the front door sees it.
-type Servable struct {
-	ID    string
-	Group bool
-	Spec  *config.Server // prefix, image
-	// Hidden: its tools are not listed (expose: false, or an installed
-	// server without allow_implicit_invocation); it stays callable.
-	Hidden bool
-	// Tools is the catalog the server has now (after its tool access
-	// policy), from its last run or from config; empty when not known.
-	Tools []mcpconn.Tool
-	// Predefined says Tools come from the config, not from the server.
-	Predefined bool
-	// Cold says the server has no backend running (prefetch candidates).
-	Cold bool
-	// Members are a group's members, in order; CatalogFrom is the one
-	// whose catalog Tools is, and Disagree the others whose known
-	// catalog differs from it.
-	Members     []*config.Server
-	CatalogFrom string
-	Disagree    []string
-}
 
 // managerSource serves the providers of a Manager and the groups of a
 // Registry.
@@ -84,18 +33,18 @@ func (s managerSource) hidden(id string, spec *config.Server) bool {
 	return spec != nil && spec.Hidden
 }
 
-var _ FrontDoorSource = managerSource{}
+var _ frontdoor.Source = managerSource{}
 
-func (s managerSource) Servable() []Servable {
-	var out []Servable
+func (s managerSource) Servable() []frontdoor.Servable {
+	var out []frontdoor.Servable
 	for _, p := range s.providers.List() {
 		if _, member := s.providers.GroupOf(p.ID()); member {
 			continue
 		}
-		out = append(out, Servable{ID: p.ID(), Spec: p.Spec(), Hidden: s.hidden(p.ID(), p.Spec()), Tools: p.Tools(), Predefined: p.Predefined(), Cold: p.State() == provider.Cold})
+		out = append(out, frontdoor.Servable{ID: p.ID(), Spec: p.Spec(), Hidden: s.hidden(p.ID(), p.Spec()), Tools: p.Tools(), Predefined: p.Predefined(), Cold: p.State() == provider.Cold})
 	}
 	for _, g := range s.groups.List() {
-		sv := Servable{ID: g.ID(), Group: true, Spec: g.Spec(), Hidden: s.hidden(g.ID(), g.Spec())}
+		sv := frontdoor.Servable{ID: g.ID(), Group: true, Spec: g.Spec(), Hidden: s.hidden(g.ID(), g.Spec())}
 		// A group's catalog is its members': the first one that knows it.
 		var version string
 		for _, m := range g.Members() {
@@ -118,7 +67,7 @@ func (s managerSource) Servable() []Servable {
 		}
 		out = append(out, sv)
 	}
-	sortServable(out)
+	frontdoor.SortServable(out)
 	return out
 }
 
@@ -135,10 +84,6 @@ func (s managerSource) Call(ctx context.Context, server, tool string, args any) 
 	}
 	return p.Call(ctx, tool, args)
 }
-
-// ReasonPrefetched is the stop reason of a provider started only to read
-// its catalog.
-const ReasonPrefetched = "catalog_prefetched"
 
 func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error {
 	p, ok := s.providers.Get(server)
@@ -161,7 +106,7 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	if _, err := p.Start(sctx); err != nil {
 		// A failed prefetch is not the provider's record: it stays COLD,
 		// with no failed start counted, for the first real call to try.
-		_ = p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, false)
+		_ = p.Stop(context.WithoutCancel(ctx), frontdoor.ReasonPrefetched, false)
 		return err
 	}
 	if whileUp != nil {
@@ -171,12 +116,8 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	// that came while the catalog was read keeps it (its idle TTL applies).
 	sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), startTimeout(p))
 	defer cancel()
-	p.StopIfUnwanted(sctx, ReasonPrefetched, mark)
+	p.StopIfUnwanted(sctx, frontdoor.ReasonPrefetched, mark)
 	return nil
-}
-
-func sortServable(s []Servable) {
-	sort.Slice(s, func(i, j int) bool { return s[i].ID < s[j].ID })
 }
 
 func (s managerSource) Learn(ctx context.Context, server string) error {

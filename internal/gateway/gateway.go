@@ -1,5 +1,15 @@
-// Package gateway is hangar's MCP server surface: the hangar_* tools (one
-// file per category), the HTTP endpoint and its middleware.
+// Package gateway is the call path and the hangar_* tools: it builds the
+// MCP server (tools, their access checks and audit, the tool chain), runs
+// calls on providers and groups (directly, in batches, by callable name
+// through the front door), and composes the HTTP endpoint (http.go) from
+// internal/endpoint's pipeline, this package's stages and routing rows,
+// and the front door.
+//
+// Where a request goes: internal/endpoint (origin, auth, envelope,
+// sessions, routing table) → gateway (scope guard, direct call, mcp-go's
+// tool handlers, hangar_* tools) → internal/frontdoor (callable names,
+// listing, search) and internal/relay (progress, sampling, elicitation,
+// roots) → internal/provider and internal/group → the provider.
 package gateway
 
 import (
@@ -26,24 +36,17 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/relay"
 	"github.com/mcp-hangar/hangar/internal/store"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Version is the gateway's version as it introduces itself.
 var Version = "dev"
-
-// Log field names.
-const (
-	FieldCorrelationID = "correlation_id"
-	FieldTool          = "tool"
-	FieldServer        = "mcp_server"
-	FieldDurationMs    = "duration_ms"
-	FieldError         = "error"
-)
 
 // Gateway holds what the tools act on.
 type Gateway struct {
@@ -89,7 +92,7 @@ type Gateway struct {
 	EgressDetails func(id string) any
 	// FrontDoor lists provider tools by callable name; nil in egress mode.
 	// MCPServer builds it.
-	FrontDoor *FrontDoor
+	FrontDoor *frontdoor.FrontDoor
 	Log       *slog.Logger
 	Started   time.Time
 	// RateLimiter holds the HTTP endpoint's per-client buckets;
@@ -109,7 +112,7 @@ type Gateway struct {
 	reloadMu sync.Mutex
 	// rounds keeps the calls of 2026-07-28 clients that wait for their
 	// input to a provider's request (relay_rounds.go).
-	rounds *inputRounds
+	rounds *relay.InputRounds
 	// chains: the tool chain of each MCP server MCPServer built.
 	chains sync.Map // *server.MCPServer → toolChain
 	// directCount counts the calls run directly (calls.go), for tests.
@@ -130,7 +133,7 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 		// 10 000 buckets of a few hundred bytes; an idle client's bucket
 		// is full again long before ten minutes pass.
 		RateLimiter: auth.NewLimiter(10000, 10*time.Minute, nil),
-		rounds:      newInputRounds(inputTTL, maxAwaitingInput),
+		rounds:      relay.NewInputRounds(relay.InputTTL, relay.MaxAwaitingInput),
 	}
 	clog := slog.New(slog.DiscardHandler)
 	if log != nil {
@@ -226,7 +229,7 @@ func (g *Gateway) callServer(ctx context.Context, action, server, tool string, a
 	began := time.Now()
 	denied := false
 	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err, denied) }()
-	if e := callerOf(ctx).Check("", server); e != nil {
+	if e := auth.Caller(ctx).Check("", server); e != nil {
 		return nil, e
 	}
 	if err := g.refused(server); err != nil {
@@ -246,7 +249,7 @@ func (g *Gateway) callServer(ctx context.Context, action, server, tool string, a
 // relays reports whether tool passes provider requests on to its caller:
 // hangar_call and the front door's callable names.
 func (g *Gateway) relays(tool string) bool {
-	return tool == "hangar_call" || (g.FrontDoor != nil && g.FrontDoor.binding(tool) != nil)
+	return tool == "hangar_call" || (g.FrontDoor != nil && g.FrontDoor.Binding(tool) != nil)
 }
 
 // refused is g.Refuse's verdict on id, nil when there is no Refuse.
@@ -265,12 +268,13 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	}
 	hooks := g.Hooks
 	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
-		g.FrontDoor = NewFrontDoor(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
+		g.FrontDoor = frontdoor.New(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
 		g.FrontDoor.Withheld = g.withheld
+		g.FrontDoor.Reach = g.reach
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
-		if g.FrontDoor.search != nil {
-			// The first tool filter: listedInSearch sees the whole set.
-			opts = append(opts, server.WithToolFilter(g.listedInSearch))
+		if g.FrontDoor.Searching() {
+			// The first tool filter: ListedInSearch sees the whole set.
+			opts = append(opts, server.WithToolFilter(g.FrontDoor.ListedInSearch))
 		}
 		hooks = g.FrontDoor.Hooks(hooks)
 	}
@@ -310,13 +314,13 @@ func (g *Gateway) toolChain() toolChain {
 			backend.ProgressTokenMiddleware,
 			// Innermost: every round trip of a call is correlated and
 			// authorized.
-			g.rounds.middleware(g.relays),
+			g.rounds.Middleware(g.relays),
 		},
 		visible: []func(context.Context, mcp.Tool) bool{mayCall},
 	}
 	c.middlewares = g.tracedChain(c.middlewares)
 	if g.FrontDoor != nil {
-		c.visible = append(c.visible, g.FrontDoor.visible)
+		c.visible = append(c.visible, g.FrontDoor.Visible)
 	}
 	return c
 }
@@ -423,7 +427,7 @@ func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
 func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := newID()
-		log := telemetry.BindLog(ctx, withLazy(g.Log, FieldCorrelationID, id, FieldTool, req.Params.Name))
+		log := telemetry.BindLog(ctx, withLazy(g.Log, telemetry.FieldCorrelationID, id, telemetry.FieldTool, req.Params.Name))
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)
@@ -431,11 +435,11 @@ func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		dur := float64(time.Since(began).Microseconds()) / 1000
 		switch {
 		case err != nil:
-			log.Warn("tool call failed", FieldDurationMs, dur, FieldError, err)
+			log.Warn("tool call failed", telemetry.FieldDurationMs, dur, telemetry.FieldError, err)
 		case res != nil && res.IsError:
-			log.Info("tool call returned an error", FieldDurationMs, dur, FieldError, textOf(res))
+			log.Info("tool call returned an error", telemetry.FieldDurationMs, dur, telemetry.FieldError, textOf(res))
 		default:
-			log.Debug("tool call", FieldDurationMs, dur)
+			log.Debug("tool call", telemetry.FieldDurationMs, dur)
 		}
 		return res, err
 	}

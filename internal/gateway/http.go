@@ -10,6 +10,8 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 // HTTP builds the gateway's endpoint (internal/endpoint): the stages of
@@ -46,7 +48,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 		// created.
 		func(next http.Handler) http.Handler { return guard(o.Auth, g.toolServer, g.auditGuard, next) },
 		func(next http.Handler) http.Handler { return holdStreams(o.Auth, next) },
-		rootsParams,
+		relay.RootsParams,
 		(&endpoint.Inflight{}).Middleware, // 2026-07-28 notifications, and the requests they cancel
 	}
 	if m := g.Management; m != nil {
@@ -71,7 +73,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 	if serve := g.toolsListHandler(s, streamable); serve != nil {
 		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "stateless tools/list", Serve: serve})
 	}
-	p.Table.Last = countProgress(streamable)
+	p.Table.Last = relay.CountProgress(streamable, frontdoor.FindToolName)
 	if o.Metrics != nil {
 		// Metrics name every server: the same credentials and hangar:read
 		// as hangar_metrics (a loopback gateway without tokens is open).
@@ -83,13 +85,22 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 // needScope lets a request through when its identity holds scope.
 func needScope(h *auth.HTTP, scope string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e := callerOf(r.Context()).Check(scope, ""); e != nil {
+		if e := auth.Caller(r.Context()).Check(scope, ""); e != nil {
 			if h.Audit != nil {
-				h.Audit(r, auth.Refusal{Status: http.StatusForbidden, Identity: callerOf(r.Context()), Reason: forbiddenReason(e)})
+				h.Audit(r, auth.Refusal{Status: http.StatusForbidden, Identity: auth.Caller(r.Context()), Reason: forbiddenReason(e)})
 			}
 			h.Forbid(w, r, nil, e)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// toolsListHandler is st, with tools/list of the front door served from
+// the listing (see the top of this file for when).
+func (g *Gateway) toolsListHandler(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
+	if g.FrontDoor == nil {
+		return nil
+	}
+	return g.FrontDoor.ServingToolsList(s, st)
 }

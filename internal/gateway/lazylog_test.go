@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // A lazily bound logger writes exactly what slog's own With would.
@@ -78,13 +80,13 @@ func TestLazyAttrsRecordKeyWins(t *testing.T) {
 // BenchmarkLazyAuditLine is one audit line through a call's lazily bound
 // logger into slog's JSON handler.
 func BenchmarkLazyAuditLine(b *testing.B) {
-	l := withLazy(slog.New(slog.NewJSONHandler(io.Discard, nil)), FieldCorrelationID, "0123456789abcdef", FieldTool, "hangar_call")
+	l := withLazy(slog.New(slog.NewJSONHandler(io.Discard, nil)), telemetry.FieldCorrelationID, "0123456789abcdef", telemetry.FieldTool, "hangar_call")
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		l.LogAttrs(ctx, slog.LevelInfo, "audit",
-			slog.String(FieldIdentity, "agent"), slog.String(FieldAction, ActionHangarCall), slog.String(FieldTool, "add"),
-			slog.String(FieldServer, "math"), slog.Bool(FieldAllowed, true), slog.String(FieldReason, ""),
-			slog.String(FieldOutcome, OutcomeOK), slog.Float64(FieldDurationMs, 0.42))
+			slog.String(FieldIdentity, "agent"), slog.String(FieldAction, ActionHangarCall), slog.String(telemetry.FieldTool, "add"),
+			slog.String(telemetry.FieldServer, "math"), slog.Bool(FieldAllowed, true), slog.String(FieldReason, ""),
+			slog.String(FieldOutcome, OutcomeOK), slog.Float64(telemetry.FieldDurationMs, 0.42))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // The gateway's side of tool pinning (package pin, provider/pinning.go):
@@ -100,9 +101,9 @@ func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallTo
 	out := map[string]any{"approved": true, "mcp_server": name, "status": "registered", "reason": a.Reason}
 	switch quarantineSourceOf(a.Reason) {
 	case imageQuarantineSource:
-		g.logFrom(ctx).Info("image approved", FieldServer, name, FieldReason, a.Reason)
+		g.logFrom(ctx).Info("image approved", telemetry.FieldServer, name, FieldReason, a.Reason)
 	default:
-		g.logFrom(ctx).Info("tools re-pinned by approval", FieldServer, name, "tools", a.Tools)
+		g.logFrom(ctx).Info("tools re-pinned by approval", telemetry.FieldServer, name, "tools", a.Tools)
 		out["tools_pinned"] = a.Tools
 	}
 	res, _ = ok(out)
@@ -116,6 +117,6 @@ func (g *Gateway) forgetPins(ctx context.Context, server string) {
 		return
 	}
 	if err := g.Pins.ReplaceToolPins(ctx, server, nil); err != nil {
-		g.logFrom(ctx).Warn("tool pins not cleared on approval", FieldServer, server, FieldError, err)
+		g.logFrom(ctx).Warn("tool pins not cleared on approval", telemetry.FieldServer, server, telemetry.FieldError, err)
 	}
 }

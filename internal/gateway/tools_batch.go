@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/batch"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 // Continuation read defaults and bounds (seed 001).
@@ -67,7 +68,7 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	ex.Log = g.logFrom(ctx) // batch log lines carry the call's correlation ID
 	// The providers' sampling, elicitation and roots requests go to the
 	// caller, as on the front door.
-	ctx = mcpconn.WithCallOptions(ctx, &mcpconn.CallOptions{Relay: relayOf(ctx)})
+	ctx = mcpconn.WithCallOptions(ctx, &mcpconn.CallOptions{Relay: relay.RelayOf(ctx)})
 	r, problems := batch.Parse(a, ex.Limits)
 	if len(problems) > 0 {
 		return ok(batch.Invalid(problems))

@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 )
 
@@ -174,7 +175,7 @@ func (g *Gateway) sources(ctx context.Context, _ mcp.CallToolRequest) (*mcp.Call
 	if d == nil {
 		return discoveryOff()
 	}
-	caller := callerOf(ctx)
+	caller := auth.Caller(ctx)
 	limited := len(caller.Servers) > 0
 	list := []map[string]any{}
 	for _, s := range d.Sources() {

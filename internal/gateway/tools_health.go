@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -37,7 +38,7 @@ func (g *Gateway) metrics(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	}
 	// A caller limited to some servers reads their series only.
 	var keep func(string) bool
-	if caller := callerOf(ctx); len(caller.Servers) > 0 {
+	if caller := auth.Caller(ctx); len(caller.Servers) > 0 {
 		keep = caller.MayReach
 	}
 	switch format {
@@ -124,7 +125,7 @@ func (g *Gateway) metrics(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 // format gives it.
 func (g *Gateway) scopedMetrics(all http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := callerOf(r.Context())
+		caller := auth.Caller(r.Context())
 		if len(caller.Servers) == 0 || g.Metrics == nil {
 			all.ServeHTTP(w, r)
 			return

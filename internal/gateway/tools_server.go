@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/redact"
@@ -188,7 +189,7 @@ func nilIfEmpty(s string) any {
 // failed with a group_skipped error (hangar_start starts a group). A member
 // named explicitly is warmed like any server.
 func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	caller := callerOf(ctx)
+	caller := auth.Caller(ctx)
 	var ids []string
 	for _, p := range g.topLevel() {
 		if caller.MayReach(p.ID()) {

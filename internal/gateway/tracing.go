@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
@@ -35,7 +36,7 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 		ctx, op := t.StartServer(r.Context(), telemetry.ServerRequest{
 			Method: env.Method, Params: env.Params, ID: env.ID, ProtocolVersion: version,
 			SessionID: r.Header.Get(server.HeaderKeySessionID), ClientAddress: client,
-			Transport: telemetry.TransportTCP, Header: r.Header, Identity: callerOf(r.Context()).Name,
+			Transport: telemetry.TransportTCP, Header: r.Header, Identity: auth.Caller(r.Context()).Name,
 		})
 		defer op.End()
 		next.ServeHTTP(telemetry.WatchResponse(w, op), r.WithContext(ctx))
@@ -48,7 +49,7 @@ func (g *Gateway) tracedChain(ms []server.ToolHandlerMiddleware) []server.ToolHa
 	if g.Telemetry == nil {
 		return ms
 	}
-	identity := func(ctx context.Context) string { return callerOf(ctx).Name }
+	identity := func(ctx context.Context) string { return auth.Caller(ctx).Name }
 	return append([]server.ToolHandlerMiddleware{g.Telemetry.ToolMiddleware(identity)}, ms...)
 }
 

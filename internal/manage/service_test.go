@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -736,7 +736,7 @@ func TestStoredCatalogWithoutFrontDoor(t *testing.T) {
 	var h *harness
 	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution,
 		SaveCatalog: func(ctx context.Context, id string, tools []mcpconn.Tool) error {
-			return gateway.CatalogSaver(st, h.Gateway.Providers)(ctx, id, tools)
+			return frontdoor.CatalogSaver(st, h.Gateway.Providers)(ctx, id, tools)
 		}}
 	h = newHarness(t, harnessOpts{store: st, opts: &o})
 	ev := h.subscribe("")

@@ -7,10 +7,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Log field names of the trace context.
+// Log field names: the trace context, and what the gateway's log lines
+// about a request name.
 const (
-	FieldTraceID = "trace_id"
-	FieldSpanID  = "span_id"
+	FieldTraceID       = "trace_id"
+	FieldSpanID        = "span_id"
+	FieldCorrelationID = "correlation_id"
+	FieldTool          = "tool"
+	FieldServer        = "mcp_server"
+	FieldDurationMs    = "duration_ms"
+	FieldError         = "error"
 )
 
 // BindLog returns l with the trace and span ids of ctx's span bound, l

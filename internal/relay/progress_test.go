@@ -1,4 +1,4 @@
-package gateway
+package relay
 
 import (
 	"context"
@@ -34,10 +34,10 @@ func TestProgressWriterCounts(t *testing.T) {
 	other.Method = "notifications/message"
 
 	var got *progressCount
-	h := countProgress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := CountProgress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, _ = r.Context().Value(progressCountKey{}).(*progressCount)
-		progressQueued(r.Context())
-		progressQueued(r.Context())
+		ProgressQueued(r.Context())
+		ProgressQueued(r.Context())
 		for _, e := range []string{event(other), event(progress)} {
 			if _, err := w.Write([]byte(e)); err != nil {
 				t.Error(err)
@@ -48,13 +48,13 @@ func TestProgressWriterCounts(t *testing.T) {
 		}
 		// One written of two queued: the wait ends at its bound.
 		began := time.Now()
-		awaitProgressWritten(r.Context())
+		AwaitProgressWritten(r.Context())
 		if d := time.Since(began); d < progressWriteWait {
 			t.Errorf("waited %s with a notification unwritten, want %s", d, progressWriteWait)
 		}
 		_, _ = w.Write([]byte(event(progress)))
 		began = time.Now()
-		awaitProgressWritten(r.Context())
+		AwaitProgressWritten(r.Context())
 		if d := time.Since(began); d > progressWriteWait/2 {
 			t.Errorf("waited %s with everything written", d)
 		}

@@ -1,4 +1,12 @@
-package gateway
+// Package relay carries what passes between a client and a provider
+// during one call through the gateway, beside the call itself: the
+// provider's sampling, elicitation and roots requests (as server-to-client
+// requests up to 2025-11-25, as multi round trips on 2026-07-28: rounds.go)
+// and the progress notifications written on the call's response stream
+// (progress.go). The call path (internal/gateway) and the front door bind a
+// call to its relay; the endpoint's stages (RootsParams, CountProgress)
+// shape the responses.
+package relay
 
 import (
 	"context"
@@ -37,9 +45,9 @@ func withRelay(ctx context.Context, r mcpconn.Relay) context.Context {
 	return context.WithValue(ctx, relayKey{}, r)
 }
 
-// relayOf returns the relay for a call made with ctx: the multi round trip
+// RelayOf returns the relay for a call made with ctx: the multi round trip
 // one a 2026-07-28 call was given, else one to the caller's session.
-func relayOf(ctx context.Context) mcpconn.Relay {
+func RelayOf(ctx context.Context) mcpconn.Relay {
 	if r, ok := ctx.Value(relayKey{}).(mcpconn.Relay); ok {
 		return r
 	}

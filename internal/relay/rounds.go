@@ -1,4 +1,4 @@
-package gateway
+package relay
 
 import (
 	"bytes"
@@ -36,16 +36,16 @@ import (
 
 // Bounds of calls waiting for their clients' input.
 const (
-	inputTTL         = 5 * time.Minute
-	maxAwaitingInput = 256
+	InputTTL         = 5 * time.Minute
+	MaxAwaitingInput = 256
 )
 
 // errUnknownState is the answer for a requestState that is unknown,
 // expired, someone else's or another tool's: all alike.
 var errUnknownState = errors.New("hangar: unknown or expired requestState; call the tool again without it")
 
-// inputRounds holds the calls whose provider asked their client for input.
-type inputRounds struct {
+// InputRounds holds the calls whose provider asked their client for input.
+type InputRounds struct {
 	ttl time.Duration
 	max int
 
@@ -53,13 +53,13 @@ type inputRounds struct {
 	calls map[string]*roundCall // by requestState
 }
 
-func newInputRounds(ttl time.Duration, max int) *inputRounds {
-	return &inputRounds{ttl: ttl, max: max, calls: map[string]*roundCall{}}
+func NewInputRounds(ttl time.Duration, max int) *InputRounds {
+	return &InputRounds{ttl: ttl, max: max, calls: map[string]*roundCall{}}
 }
 
 // roundCall is one relaying call of a 2026-07-28 client.
 type roundCall struct {
-	rounds *inputRounds
+	rounds *InputRounds
 	owner  string // sessionOwner of the caller
 	tool   string
 	caps   mcp.ClientCapabilities
@@ -92,9 +92,9 @@ type inputAnswer struct {
 	err  error
 }
 
-// middleware serves the relaying tools (relays reports which) of
+// Middleware serves the relaying tools (relays reports which) of
 // 2026-07-28 clients by multi round trip; everything else goes on as is.
-func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandlerMiddleware {
+func (r *InputRounds) Middleware(relays func(tool string) bool) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			info := server.RequestProtocolInfoFromContext(ctx)
@@ -104,7 +104,7 @@ func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandl
 			if req.Params.RequestState != "" {
 				c, err := r.resume(ctx, req.Params.RequestState, endpoint.SessionOwner(ctx), req.Params.Name)
 				if err != nil {
-					return fail(err)
+					return mcp.NewToolResultError(err.Error()), nil
 				}
 				c.feed(req.Params.InputResponses)
 				return c.await(ctx)
@@ -120,7 +120,7 @@ func (r *inputRounds) middleware(relays func(tool string) bool) server.ToolHandl
 
 // start runs the call on its own goroutine, detached from the client's
 // request: it outlives it while it waits for the client's input.
-func (r *inputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps mcp.ClientCapabilities, next server.ToolHandlerFunc) *roundCall {
+func (r *InputRounds) start(ctx context.Context, req mcp.CallToolRequest, caps mcp.ClientCapabilities, next server.ToolHandlerFunc) *roundCall {
 	c := &roundCall{rounds: r, owner: endpoint.SessionOwner(ctx), tool: req.Params.Name, caps: caps,
 		asks: make(chan *inputAsk), done: make(chan struct{}), client: ctx}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -181,12 +181,12 @@ func (c *roundCall) serving(ctx context.Context) {
 	c.client = ctx
 }
 
-// clientOf returns the context of the client request that waits on the
+// ClientOf returns the context of the client request that waits on the
 // call made with ctx, for what the provider sends that client (progress):
 // a 2026-07-28 call's round trips are separate requests, so it is the one
 // of the current round, or nil between rounds. For any other call it is
 // ctx.
-func clientOf(ctx context.Context) context.Context {
+func ClientOf(ctx context.Context) context.Context {
 	r, ok := ctx.Value(relayKey{}).(inputRelay)
 	if !ok {
 		return ctx
@@ -236,7 +236,7 @@ func (c *roundCall) pending(asks []*inputAsk) mcp.InputRequests {
 
 // admit counts the call among those that may wait for input; it refuses
 // when maxAwaitingInput are.
-func (r *inputRounds) admit(c *roundCall) error {
+func (r *InputRounds) admit(c *roundCall) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c.admitted {
@@ -254,7 +254,7 @@ func (r *inputRounds) admit(c *roundCall) error {
 // resume claims the call state names for the client request in ctx, of
 // owner calling tool: what the provider sends the client from now on goes
 // on that request.
-func (r *inputRounds) resume(ctx context.Context, state, owner, tool string) (*roundCall, error) {
+func (r *InputRounds) resume(ctx context.Context, state, owner, tool string) (*roundCall, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.calls[state]
@@ -293,7 +293,7 @@ func (c *roundCall) feed(answers mcp.InputResponses) {
 }
 
 // expire ends a call whose client did not come back in time.
-func (r *inputRounds) expire(c *roundCall, gen int) {
+func (r *InputRounds) expire(c *roundCall, gen int) {
 	r.mu.Lock()
 	stale := c.claimed || c.gen != gen || r.calls[c.state] != c
 	if !stale {
@@ -306,7 +306,7 @@ func (r *inputRounds) expire(c *roundCall, gen int) {
 }
 
 // drop forgets a call that is over.
-func (r *inputRounds) drop(c *roundCall) {
+func (r *InputRounds) drop(c *roundCall) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.calls[c.state] == c {
@@ -318,7 +318,7 @@ func (r *inputRounds) drop(c *roundCall) {
 }
 
 // waiting is the number of calls kept for their clients' input.
-func (r *inputRounds) waiting() int {
+func (r *InputRounds) waiting() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.calls)
@@ -438,8 +438,8 @@ func (w rootsParamsWriter) Flush() {
 
 func (w rootsParamsWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// rootsParams gives 2026-07-28 tools/call answers rootsParamsWriter.
-func rootsParams(next http.Handler) http.Handler {
+// RootsParams gives 2026-07-28 tools/call answers rootsParamsWriter.
+func RootsParams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if env, ok := endpoint.RequestEnvelope(r.Context()); ok && env.Method == string(mcp.MethodToolsCall) && endpoint.ModernMessage(r, env) {
 			w = rootsParamsWriter{w}

@@ -1,4 +1,4 @@
-package gateway
+package frontdoor
 
 import (
 	"math/rand/v2"

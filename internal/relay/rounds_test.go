@@ -1,4 +1,4 @@
-package gateway
+package relay
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func asker(n int) server.ToolHandlerFunc {
 	return func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var models []string
 		for range n {
-			relay := relayOf(ctx)
+			relay := RelayOf(ctx)
 			if relay == nil {
 				return mcp.NewToolResultError("no relay"), nil
 			}
@@ -78,8 +78,8 @@ func resultText(t *testing.T, res *mcp.CallToolResult) (string, bool) {
 // forgotten with the call.
 func TestInputRoundsResume(t *testing.T) {
 	t.Parallel()
-	r := newInputRounds(time.Minute, 10)
-	h := r.middleware(func(string) bool { return true })(asker(2))
+	r := NewInputRounds(time.Minute, 10)
+	h := r.Middleware(func(string) bool { return true })(asker(2))
 	alice, bob := modernCall(t.Context(), "alice"), modernCall(t.Context(), "bob")
 
 	first, err := h(alice, toolCall("p__ask", "", nil))
@@ -127,8 +127,8 @@ func TestInputRoundsResume(t *testing.T) {
 // asked again.
 func TestInputRoundsMissingAnswer(t *testing.T) {
 	t.Parallel()
-	r := newInputRounds(time.Minute, 10)
-	h := r.middleware(func(string) bool { return true })(asker(1))
+	r := NewInputRounds(time.Minute, 10)
+	h := r.Middleware(func(string) bool { return true })(asker(1))
 	alice := modernCall(t.Context(), "alice")
 	first, _ := h(alice, toolCall("p__ask", "", nil))
 	again, err := h(alice, toolCall("p__ask", first.RequestState, nil))
@@ -146,10 +146,10 @@ func TestInputRoundsMissingAnswer(t *testing.T) {
 // forgotten; synctest fails the test if its goroutine outlives it.
 func TestInputRoundsExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newInputRounds(time.Minute, 10)
+		r := NewInputRounds(time.Minute, 10)
 		provider := make(chan string, 1)
-		h := r.middleware(func(string) bool { return true })(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			_, err := relayOf(ctx).CreateMessage(ctx, mcp.CreateMessageRequest{})
+		h := r.Middleware(func(string) bool { return true })(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_, err := RelayOf(ctx).CreateMessage(ctx, mcp.CreateMessageRequest{})
 			provider <- err.Error()
 			return nil, err
 		})
@@ -180,8 +180,8 @@ func TestInputRoundsExpire(t *testing.T) {
 // request is refused at once and its call goes on without it.
 func TestInputRoundsCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newInputRounds(time.Minute, 1)
-		h := r.middleware(func(string) bool { return true })(asker(1))
+		r := NewInputRounds(time.Minute, 1)
+		h := r.Middleware(func(string) bool { return true })(asker(1))
 		alice := modernCall(t.Context(), "alice")
 		first, _ := h(alice, toolCall("p__ask", "", nil))
 		answer(t, first)
@@ -202,9 +202,9 @@ func TestInputRoundsCap(t *testing.T) {
 // (before any question) cancels it.
 func TestInputRoundsClientGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newInputRounds(time.Minute, 10)
+		r := NewInputRounds(time.Minute, 10)
 		cancelled := make(chan struct{})
-		h := r.middleware(func(string) bool { return true })(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		h := r.Middleware(func(string) bool { return true })(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			<-ctx.Done()
 			close(cancelled)
 			return nil, ctx.Err()
@@ -229,8 +229,8 @@ func TestInputRoundsClientGone(t *testing.T) {
 // and nothing waits.
 func TestInputRoundsNotUsed(t *testing.T) {
 	t.Parallel()
-	r := newInputRounds(time.Minute, 10)
-	h := r.middleware(func(string) bool { return true })(asker(1))
+	r := NewInputRounds(time.Minute, 10)
+	h := r.Middleware(func(string) bool { return true })(asker(1))
 	bare := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", ClientCapabilities: &mcp.ClientCapabilities{}})
 	res, _ := h(bare, toolCall("p__ask", "", nil))
 	if text, isErr := resultText(t, res); !isErr || text != "hangar: the calling client did not declare the sampling capability" {
@@ -246,11 +246,11 @@ func TestInputRoundsNotUsed(t *testing.T) {
 // result, not with the moot question again.
 func TestInputRoundsDoneWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newInputRounds(time.Minute, 10)
-		h := r.middleware(func(string) bool { return true })(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r := NewInputRounds(time.Minute, 10)
+		h := r.Middleware(func(string) bool { return true })(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			asking, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			if _, err := relayOf(ctx).CreateMessage(asking, mcp.CreateMessageRequest{}); err != nil {
+			if _, err := RelayOf(ctx).CreateMessage(asking, mcp.CreateMessageRequest{}); err != nil {
 				return mcp.NewToolResultText("gave up: " + err.Error()), nil
 			}
 			return mcp.NewToolResultText("answered"), nil

@@ -1,4 +1,4 @@
-package gateway
+package frontdoor
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func (f *FrontDoor) CompleteResourceArgument(ctx context.Context, uri string, ar
 		// One answer for a URI nobody serves and one served to others.
 		return nil, errResourceNotServed(uri)
 	}
-	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodCompletionComplete)), ""); e != nil {
+	if e := auth.Caller(ctx).Check(auth.MethodScope(string(mcp.MethodCompletionComplete)), ""); e != nil {
 		return nil, e
 	}
 	return f.complete(ctx, owner, mcp.ResourceReference{Type: "ref/resource", URI: uri}, arg, cc)

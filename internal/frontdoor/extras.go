@@ -1,4 +1,4 @@
-package gateway
+package frontdoor
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // Resources, resource templates and prompts on the front door. They are
@@ -55,8 +56,8 @@ type extrasView struct {
 	templateOwner map[string]string     // uri template → server
 	templates     []servedTemplate      // sorted by template, to match URIs
 	shadowed      map[string][]string   // server → URIs (and templates) another server keeps
-	prompts       map[string]*binding   // callable prompt name → binding
-	promptsOf     map[string][]*binding // by server
+	prompts       map[string]*Binding   // callable prompt name → binding
+	promptsOf     map[string][]*Binding // by server
 }
 
 // fetchExtras reads the lists of a running server; nothing is started. It
@@ -85,7 +86,7 @@ func (f *FrontDoor) fetchExtras(ctx context.Context, id string) bool {
 	case errors.Is(err, provider.ErrNoExtras):
 		return true
 	case err != nil:
-		f.log.Warn("resources and prompts not read", FieldServer, id, FieldError, err)
+		f.log.Warn("resources and prompts not read", telemetry.FieldServer, id, telemetry.FieldError, err)
 		return true
 	}
 	f.extrasMu.Lock()
@@ -132,14 +133,14 @@ func (f *FrontDoor) refreshExtras(ctx context.Context, servables []Servable) {
 			continue
 		}
 		if err := saveCatalog(ctx, f.Catalogs, sv.ID, c, &x); err != nil {
-			f.log.Warn("catalog not stored", FieldServer, sv.ID, FieldError, err)
+			f.log.Warn("catalog not stored", telemetry.FieldServer, sv.ID, telemetry.FieldError, err)
 			continue
 		}
 		f.extrasSaved[sv.ID] = key
 	}
 
 	view := extrasView{resourceOwner: map[string]string{}, templateOwner: map[string]string{}, shadowed: map[string][]string{},
-		prompts: map[string]*binding{}, promptsOf: map[string][]*binding{}}
+		prompts: map[string]*Binding{}, promptsOf: map[string][]*Binding{}}
 	resources := map[string]mcp.Resource{}
 	templates := map[string]mcp.ResourceTemplate{}
 	promptDefs := map[nameRequest]mcp.Prompt{}
@@ -228,7 +229,7 @@ func (f *FrontDoor) refreshExtras(ctx context.Context, servables []Servable) {
 	}
 	names := callableNames(promptReqs, func(n string) bool { return taken[n] })
 	for _, r := range promptReqs {
-		b := &binding{Callable: names[r], Server: r.Server, Tool: r.Tool}
+		b := &Binding{Callable: names[r], Server: r.Server, Tool: r.Tool}
 		view.prompts[b.Callable] = b
 		view.promptsOf[b.Server] = append(view.promptsOf[b.Server], b)
 		fmt.Fprintf(&sig, "n %s %s\n", b.Callable, b.Server)
@@ -369,10 +370,10 @@ func (f *FrontDoor) templateFilter(ctx context.Context, _ any, _ *mcp.ListResour
 	res.ResourceTemplates = out
 }
 
-// unservedURI reports whether uri belongs to a server the caller in ctx is
+// UnservedURI reports whether uri belongs to a server the caller in ctx is
 // not served: resources/read and resources/subscribe then answer as for a
 // URI nobody serves.
-func (f *FrontDoor) unservedURI(ctx context.Context, uri string) bool {
+func (f *FrontDoor) UnservedURI(ctx context.Context, uri string) bool {
 	owner, ok := f.ownerOf(uri)
 	return ok && !f.serves(ctx, owner)
 }
@@ -440,7 +441,7 @@ func (f *FrontDoor) promptFilter(ctx context.Context, prompts []mcp.Prompt) []mc
 
 // extrasDetails is hangar_details' view of a server's resources and prompts.
 func (f *FrontDoor) extrasDetails(server string) map[string]any {
-	var resources []string
+	resources := []string{} // never null in the answer
 	for uri, owner := range f.view.resourceOwner {
 		if owner == server {
 			resources = append(resources, uri)
@@ -452,10 +453,10 @@ func (f *FrontDoor) extrasDetails(server string) map[string]any {
 		}
 	}
 	sort.Strings(resources)
-	prompts := make([]binding, 0, len(f.view.promptsOf[server]))
+	prompts := make([]Binding, 0, len(f.view.promptsOf[server]))
 	for _, b := range f.view.promptsOf[server] {
 		prompts = append(prompts, *b)
 	}
 	shadowed := append([]string{}, f.view.shadowed[server]...)
-	return map[string]any{"resources": nonNil(resources), "shadowed": shadowed, "prompts": prompts}
+	return map[string]any{"resources": resources, "shadowed": shadowed, "prompts": prompts}
 }

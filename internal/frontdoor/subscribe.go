@@ -1,4 +1,4 @@
-package gateway
+package frontdoor
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // resources/subscribe and resources/unsubscribe on the front door. mcp-go
@@ -224,7 +225,7 @@ func (f *FrontDoor) relayUpdated(key subKey) func(params map[string]any) {
 		}
 		for _, session := range f.subs.sessionsOf(key) {
 			if err := srv.SendNotificationToSpecificClient(session, mcp.MethodNotificationResourceUpdated, params); err != nil {
-				f.log.Debug("resource update not relayed", FieldServer, key.server, FieldError, err)
+				f.log.Debug("resource update not relayed", telemetry.FieldServer, key.server, telemetry.FieldError, err)
 			}
 		}
 	}
@@ -241,7 +242,7 @@ func (f *FrontDoor) resubscribe(ctx context.Context) {
 			failed[key] = err.Error()
 			// Once per failure, not once a tick.
 			if f.resubFailed[key] != err.Error() {
-				f.log.Warn("resource subscription not renewed", FieldServer, key.server, FieldError, err)
+				f.log.Warn("resource subscription not renewed", telemetry.FieldServer, key.server, telemetry.FieldError, err)
 			}
 		}
 		cancel()
@@ -257,7 +258,7 @@ func (f *FrontDoor) subscribe(ctx context.Context, session, uri string) error {
 	}
 	// The scope of the method (hangar:read: an update names a URI, reading
 	// it still needs hangar:call).
-	if e := callerOf(ctx).Check(auth.MethodScope(string(mcp.MethodResourcesSubscribe)), ""); e != nil {
+	if e := auth.Caller(ctx).Check(auth.MethodScope(string(mcp.MethodResourcesSubscribe)), ""); e != nil {
 		return e
 	}
 	key := subKey{owner, uri}
@@ -307,7 +308,7 @@ func (f *FrontDoor) sessionEnded(ctx context.Context, session string) {
 		}
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), extrasTimeout)
 		if err := f.syncUpstream(sctx, key, up, false); err != nil {
-			f.log.Warn("resource subscription not ended upstream", FieldServer, key.server, FieldError, err)
+			f.log.Warn("resource subscription not ended upstream", telemetry.FieldServer, key.server, telemetry.FieldError, err)
 		}
 		cancel()
 	}
@@ -353,11 +354,11 @@ func (f *FrontDoor) onRequest(ctx context.Context, _ any, message any) error {
 	return f.subscribe(ctx, session.SessionID(), m.Params.URI)
 }
 
-// listNeutralHooks are the hooks Hooks adds that see every request but
+// ListNeutralHooks are the hooks Hooks adds that see every request but
 // leave a tools/list alone (onRequest returns at once for any method but
 // resources/subscribe and resources/unsubscribe), so the listing cache
 // need not defer to mcp-go for them.
-func (f *FrontDoor) listNeutralHooks() server.Hooks {
+func (f *FrontDoor) ListNeutralHooks() server.Hooks {
 	return server.Hooks{OnRequestInitialization: []server.OnRequestInitializationFunc{f.onRequest, f.onToolCall}}
 }
 

@@ -1,4 +1,4 @@
-package gateway
+package frontdoor
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // A call by callable name can come before the front door has listed the
@@ -102,7 +103,7 @@ func (f *FrontDoor) resolve(ctx context.Context, name string) {
 			select {
 			case r := <-ch:
 				if r.Err != nil {
-					f.log.Warn("catalog not read for a call", FieldServer, id, FieldTool, name, FieldError, r.Err)
+					f.log.Warn("catalog not read for a call", telemetry.FieldServer, id, telemetry.FieldTool, name, telemetry.FieldError, r.Err)
 				}
 			case <-ctx.Done():
 			}

@@ -1,4 +1,18 @@
-package gateway
+// Package frontdoor serves provider tools, resources and prompts on the
+// gateway's own MCP endpoint under callable names: it is the catalog
+// listener between the endpoint's routing table (which asks it for
+// stateless tools/list answers and withheld resources) and the call path
+// (which calls the server and tool a name is bound to). It keeps the
+// callable names, the cached listings, resource subscriptions and, in
+// search mode, the search index (search.go).
+//
+// The front door lists provider tools on the gateway's own endpoint under
+// callable names and forwards calls to them unchanged. It never starts a
+// provider to list it: catalogs come from the provider's last run (kept in
+// memory and in the store), from config, or from a prefetch at start-up.
+// Changes are applied to the MCP server in one step each, so connected
+// clients get one notifications/tools/list_changed per change.
+package frontdoor
 
 import (
 	"bytes"
@@ -19,15 +33,10 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/relay"
 	"github.com/mcp-hangar/hangar/internal/store"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
-
-// The front door lists provider tools on the gateway's own endpoint under
-// callable names and forwards calls to them unchanged. It never starts a
-// provider to list it: catalogs come from the provider's last run (kept in
-// memory and in the store), from config, or from a prefetch at start-up.
-// Changes are applied to the MCP server in one step each, so connected
-// clients get one notifications/tools/list_changed per change.
 
 // Tunables of the front door.
 const (
@@ -38,8 +47,8 @@ const (
 	prefetchParallelism = 3
 )
 
-// binding ties a callable name to a raw tool of one server.
-type binding struct {
+// Binding ties a callable name to a raw tool of one server.
+type Binding struct {
 	Callable string `json:"callable"`
 	Server   string `json:"-"`
 	Tool     string `json:"tool"`
@@ -81,13 +90,16 @@ func (f *FrontDoor) Bindings(server string, limit int) []Bound {
 
 // FrontDoor serves provider tools by callable name.
 type FrontDoor struct {
-	src FrontDoorSource
+	src Source
 	// Catalogs keeps catalogs across restarts; nil keeps them in memory.
 	Catalogs store.Catalogs
 	// Withheld, when set, names the servers nothing of which is served now
 	// (quarantined, disabled): their resources, templates and prompts are
 	// not listed, read, got, completed or subscribed to.
 	Withheld func(server string) bool
+	// Reach, when set, narrows hangar_find_tools' matches and the servers
+	// its description names to what the caller may call (search.go).
+	Reach    Reach
 	naming   string
 	prefetch bool
 	log      *slog.Logger
@@ -106,8 +118,8 @@ type FrontDoor struct {
 	listing   listing                // tools/list answers of what is listed now
 
 	mu       sync.RWMutex
-	bindings map[string]*binding    // by callable name
-	byServer map[string][]*binding  // by server ID, sorted by callable name
+	bindings map[string]*Binding    // by callable name
+	byServer map[string][]*Binding  // by server ID, sorted by callable name
 	versions map[string]string      // catalog_version by server ID
 	hidden   map[string]bool        // servers with expose: false
 	groups   map[string]groupSource // by group ID: whose catalog is listed
@@ -133,8 +145,8 @@ type FrontDoor struct {
 	search *toolSearch
 }
 
-// NewFrontDoor returns a front door over src; Attach gives it its server.
-func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *FrontDoor {
+// New returns a front door over src; Attach gives it its server.
+func New(src Source, cfg *config.Config, log *slog.Logger) *FrontDoor {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -147,8 +159,8 @@ func NewFrontDoor(src FrontDoorSource, cfg *config.Config, log *slog.Logger) *Fr
 		cache:     map[string]toolCatalog{},
 		looked:    map[string]bool{},
 		tried:     map[string]bool{},
-		bindings:  map[string]*binding{},
-		byServer:  map[string][]*binding{},
+		bindings:  map[string]*Binding{},
+		byServer:  map[string][]*Binding{},
 		versions:  map[string]string{},
 		hidden:    map[string]bool{},
 		extras:    map[string]extras{},
@@ -220,7 +232,7 @@ func (f *FrontDoor) Run(ctx context.Context) {
 					return nil, f.src.Prefetch(ctx, id, func(ctx context.Context) { f.fetchExtras(ctx, id) })
 				})
 				if err != nil {
-					f.log.Warn("catalog prefetch failed", FieldServer, id, FieldError, err)
+					f.log.Warn("catalog prefetch failed", telemetry.FieldServer, id, telemetry.FieldError, err)
 					return
 				}
 				f.Kick()
@@ -301,14 +313,14 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 		return !bound && f.srv != nil && f.srv.GetTool(n) != nil
 	})
 
-	bindings := make(map[string]*binding, len(reqs))
-	byServer := map[string][]*binding{}
+	bindings := make(map[string]*Binding, len(reqs))
+	byServer := map[string][]*Binding{}
 	now := time.Now().UTC()
 	var sig strings.Builder
 	for _, r := range reqs {
 		e := entries[r]
-		b := &binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.sv.Group, Version: versions[r.Server], BoundAt: now, def: e.def}
-		if prev := f.binding(b.Callable); prev != nil && prev.Server == b.Server && prev.Tool == b.Tool && prev.Version == b.Version {
+		b := &Binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.sv.Group, Version: versions[r.Server], BoundAt: now, def: e.def}
+		if prev := f.Binding(b.Callable); prev != nil && prev.Server == b.Server && prev.Tool == b.Tool && prev.Version == b.Version {
 			b.BoundAt = prev.BoundAt
 		}
 		bindings[b.Callable] = b
@@ -353,7 +365,7 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 		b := bindings[n]
 		t := toMCPTool(n, b.def)
 		if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
-			f.log.Warn("tool not listed: bad x-mcp-header annotations", FieldServer, b.Server, FieldTool, b.Tool, FieldError, err)
+			f.log.Warn("tool not listed: bad x-mcp-header annotations", telemetry.FieldServer, b.Server, telemetry.FieldTool, b.Tool, telemetry.FieldError, err)
 			continue
 		}
 		all = append(all, server.ServerTool{Tool: t, Handler: f.call})
@@ -381,7 +393,7 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bo
 		f.cache[sv.ID] = c
 		if !sv.Predefined {
 			if err := saveCatalog(ctx, f.Catalogs, sv.ID, c, nil); err != nil {
-				f.log.Warn("catalog not stored", FieldServer, sv.ID, FieldError, err)
+				f.log.Warn("catalog not stored", telemetry.FieldServer, sv.ID, telemetry.FieldError, err)
 			}
 		}
 		return c, true
@@ -396,7 +408,7 @@ func (f *FrontDoor) catalogOf(ctx context.Context, sv Servable) (toolCatalog, bo
 	f.looked[key] = true
 	c, x, ok, err := loadCatalog(ctx, f.Catalogs, sv.ID, img)
 	if err != nil {
-		f.log.Warn("stored catalog not read", FieldServer, sv.ID, FieldError, err)
+		f.log.Warn("stored catalog not read", telemetry.FieldServer, sv.ID, telemetry.FieldError, err)
 	}
 	if !ok {
 		return toolCatalog{}, false
@@ -448,10 +460,10 @@ func toMCPTool(name string, t mcpconn.Tool) mcp.Tool {
 	return out
 }
 
-// visible hides the tools a caller may not call: provider tools need
+// Visible hides the tools a caller may not call: provider tools need
 // hangar:call and a server the identity may reach. A caller without an
 // identity is local, with every scope.
-func (f *FrontDoor) visible(ctx context.Context, t mcp.Tool) bool {
+func (f *FrontDoor) Visible(ctx context.Context, t mcp.Tool) bool {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
 		return true
@@ -462,7 +474,7 @@ func (f *FrontDoor) visible(ctx context.Context, t mcp.Tool) bool {
 	return !isProvider || (id.Has(auth.ScopeCall) && id.MayReach(b.Server))
 }
 
-func (f *FrontDoor) binding(name string) *binding {
+func (f *FrontDoor) Binding(name string) *Binding {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.bindings[name]
@@ -470,28 +482,28 @@ func (f *FrontDoor) binding(name string) *binding {
 
 // call forwards a call of a callable name to its provider or group.
 func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	b := f.binding(req.Params.Name)
+	b := f.Binding(req.Params.Name)
 	if b == nil {
 		// Unlisted between the client's tools/list and this call.
 		return mcp.NewToolResultError("unknown_tool: " + req.Params.Name + " is no longer served; list the tools again"), nil
 	}
 	var raw json.RawMessage
-	opts := &mcpconn.CallOptions{Meta: req.Params.Meta, Raw: &raw, Relay: relayOf(ctx)}
+	opts := &mcpconn.CallOptions{Meta: req.Params.Meta, Raw: &raw, Relay: relay.RelayOf(ctx)}
 	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
 		if srv := server.ServerFromContext(ctx); srv != nil {
 			opts.OnProgress = func(params map[string]any) {
-				if client := clientOf(ctx); client != nil {
+				if client := relay.ClientOf(ctx); client != nil {
 					if srv.SendNotificationToClient(client, string(mcp.MethodNotificationProgress), params) == nil {
-						progressQueued(client)
+						relay.ProgressQueued(client)
 					}
 				}
 			}
 		}
 	}
 	res, err := f.src.Call(mcpconn.WithCallOptions(ctx, opts), b.Server, b.Tool, req.GetRawArguments())
-	awaitProgressWritten(clientOf(ctx))
+	relay.AwaitProgressWritten(relay.ClientOf(ctx))
 	if err != nil {
-		return fail(err)
+		return mcp.NewToolResultError(err.Error()), nil
 	}
 	if len(raw) > 0 {
 		if r, err := rawResult(raw); err == nil {
@@ -505,7 +517,7 @@ func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 func (f *FrontDoor) Details(server string) map[string]any {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	tools := make([]binding, 0, len(f.byServer[server]))
+	tools := make([]Binding, 0, len(f.byServer[server]))
 	for _, b := range f.byServer[server] {
 		tools = append(tools, *b)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package frontdoor
 
 import (
 	"context"
@@ -121,18 +121,9 @@ func (l *listing) size() int {
 // tool set.
 func (f *FrontDoor) CachedListings() int { return f.listing.size() }
 
-// toolsListHandler is st, with tools/list of the front door served from
-// the listing (see the top of this file for when).
-func (g *Gateway) toolsListHandler(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
-	if g.FrontDoor == nil {
-		return nil
-	}
-	return g.FrontDoor.servingToolsList(s, st)
-}
-
-// servingToolsList answers plain stateless tools/list requests from the
+// ServingToolsList answers plain stateless tools/list requests from the
 // listing and passes everything else to st, the streamable server of s.
-func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
+func (f *FrontDoor) ServingToolsList(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
 	f.refreshMu.Lock()
 	mine := f.srv == s
 	f.refreshMu.Unlock()
@@ -140,7 +131,7 @@ func (f *FrontDoor) servingToolsList(s *server.MCPServer, st *server.StreamableH
 		return nil // not the server whose tools the front door keeps
 	}
 	return func(w http.ResponseWriter, r *http.Request) bool {
-		version, id, ok := plainToolsList(r, s, st, f.listNeutralHooks())
+		version, id, ok := plainToolsList(r, s, st, f.ListNeutralHooks())
 		if !ok {
 			return false
 		}
@@ -192,7 +183,7 @@ func viewOf(ctx context.Context) string {
 // the request id as mcp-go writes it back. Each check below is one mcp-go
 // makes before it lists; a request failing any is mcp-go's to answer.
 func plainToolsList(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks) (version string, id []byte, ok bool) {
-	if _, version, ok = statelessPost(r, s, st, neutral, mcp.MethodToolsList); !ok {
+	if _, version, ok = StatelessPost(r, s, st, neutral, mcp.MethodToolsList); !ok {
 		return "", nil, false
 	}
 	body, read := endpoint.BodyBytes(r)
@@ -238,12 +229,12 @@ func encodeToolsList(ctx context.Context, s *server.MCPServer, version string) (
 	return append(append([]byte(`,"result":`), result...), "}\n"...), true
 }
 
-// statelessPost reports whether r is a request of method on the stateless
+// StatelessPost reports whether r is a request of method on the stateless
 // protocol (2026-07-28 and later) that mcp-go's transport takes on to its
 // server and that no hook but neutral ones (the gateway's own, which ignore
 // method) would see, and returns its envelope and protocol version. Each
 // check is one mcp-go makes before it handles the message.
-func statelessPost(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks, method mcp.MCPMethod) (env endpoint.Envelope, version string, ok bool) {
+func StatelessPost(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, neutral server.Hooks, method mcp.MCPMethod) (env endpoint.Envelope, version string, ok bool) {
 	env, posted := endpoint.RequestEnvelope(r.Context())
 	if !posted || r.Method != http.MethodPost || env.Kind != endpoint.KindRequest || env.Method != string(method) {
 		return env, "", false

@@ -1,4 +1,4 @@
-package gateway
+package relay
 
 import (
 	"bytes"
@@ -60,14 +60,27 @@ func (w progressWriter) Flush() {
 
 func (w progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// countProgress counts the progress written for tools/call requests that
-// carry a progressToken, and the list_changed written for calls of
-// hangar_find_tools; every other request passes untouched.
-func countProgress(next http.Handler) http.Handler {
+// CountProgress counts the progress written for tools/call requests that
+// carry a progressToken, and the list_changed written for calls of the
+// tools named in listChanging (hangar_find_tools); every other request
+// passes untouched.
+func CountProgress(next http.Handler, listChanging ...string) http.Handler {
+	marks := make([][]byte, 0, len(listChanging)+1)
+	marks = append(marks, []byte(`"progressToken"`))
+	for _, name := range listChanging {
+		marks = append(marks, []byte(`"`+name+`"`))
+	}
+	counted := func(params []byte) bool {
+		for _, m := range marks {
+			if bytes.Contains(params, m) {
+				return true
+			}
+		}
+		return false
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		env, ok := endpoint.RequestEnvelope(r.Context())
-		if !ok || env.Method != string(mcp.MethodToolsCall) ||
-			(!bytes.Contains(env.Params, []byte(`"progressToken"`)) && !bytes.Contains(env.Params, []byte(`"`+findToolName+`"`))) {
+		if !ok || env.Method != string(mcp.MethodToolsCall) || !counted(env.Params) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -76,17 +89,17 @@ func countProgress(next http.Handler) http.Handler {
 	})
 }
 
-// progressQueued records one progress notification queued for the call in
+// ProgressQueued records one progress notification queued for the call in
 // ctx.
-func progressQueued(ctx context.Context) {
+func ProgressQueued(ctx context.Context) {
 	if n, ok := ctx.Value(progressCountKey{}).(*progressCount); ok {
 		n.queued.Add(1)
 	}
 }
 
-// awaitProgressWritten returns once the response stream of the call in ctx
+// AwaitProgressWritten returns once the response stream of the call in ctx
 // holds the progress queued for it, or progressWriteWait has passed.
-func awaitProgressWritten(ctx context.Context) {
+func AwaitProgressWritten(ctx context.Context) {
 	n, ok := ctx.Value(progressCountKey{}).(*progressCount)
 	if !ok || n.written.Load() >= n.queued.Load() {
 		return

@@ -34,7 +34,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/app"
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // lastFigure is the highest figure number -only accepts.
@@ -510,7 +510,7 @@ func (b *Bench) inProcessGateway(ctx context.Context, name string) (*config.Conf
 	}
 	sctx, stopServe := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- a.ServeHTTP(sctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
+	go func() { served <- a.ServeHTTP(sctx, ln, endpoint.Options{}, 5*time.Second) }()
 	stop := func() {
 		stopServe()
 		<-served

@@ -33,19 +33,14 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/relay"
 	"github.com/mcp-hangar/hangar/internal/store"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
-// Tunables of the front door.
-const (
-	// frontDoorTick is how often the served set is compared with what is
-	// listed; Kick asks for a comparison at once.
-	frontDoorTick = time.Second
-	// prefetchParallelism bounds concurrent catalog prefetches.
-	prefetchParallelism = 3
-)
+// prefetchParallelism bounds concurrent catalog prefetches.
+const prefetchParallelism = 3
 
 // Binding ties a callable name to a raw tool of one server.
 type Binding struct {
@@ -197,7 +192,9 @@ func (f *FrontDoor) Attach(s *server.MCPServer) {
 	f.mcp.Store(s)
 }
 
-// Kick asks for a refresh soon (a server was added, removed or changed).
+// Kick asks for a refresh soon (a server was added, removed or changed):
+// the catalog's change batches, the management protocol's changes and
+// Events kick it; nothing polls.
 func (f *FrontDoor) Kick() {
 	select {
 	case f.kick <- struct{}{}:
@@ -215,8 +212,6 @@ func (f *FrontDoor) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); f.search.run(ctx) }()
 	}
-	t := time.NewTicker(frontDoorTick)
-	defer t.Stop()
 	for {
 		for _, id := range f.Refresh(ctx) {
 			wg.Add(1)
@@ -242,7 +237,6 @@ func (f *FrontDoor) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
 		case <-f.kick:
 		}
 	}
@@ -540,4 +534,24 @@ func (f *FrontDoor) Details(server string) map[string]any {
 		out["members_disagree"] = append([]string{}, g.Disagree...)
 	}
 	return out
+}
+
+// Events is what the front door hears of providers: every event after
+// which what a provider serves may differ (a transition, a health check
+// that read its tools again, a quarantine set or lifted, a removal) asks
+// for a refresh. Give it to provider.Manager.Listen.
+func (f *FrontDoor) Events() provider.Events { return kicks{f: f} }
+
+type kicks struct {
+	provider.NoEvents
+	f *FrontDoor
+}
+
+func (k kicks) StateChanged(string, provider.State, provider.State) { k.f.Kick() }
+func (k kicks) QuarantineChanged(string)                            { k.f.Kick() }
+func (k kicks) Removed(string)                                      { k.f.Kick() }
+func (k kicks) HealthChecked(_ string, err error) {
+	if err == nil {
+		k.f.Kick()
+	}
 }

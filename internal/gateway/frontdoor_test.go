@@ -548,6 +548,28 @@ func TestFrontDoorPrefetch(t *testing.T) {
 	}
 }
 
+// TestFrontDoorHearsProviders: nothing polls; a provider that starts and
+// learns its tools is listed because the front door hears its transition,
+// and a direct Stop (no catalog change) is heard the same way.
+func TestFrontDoorHearsProviders(t *testing.T) {
+	t.Parallel()
+	h := newFrontDoor(t, nil, nil, nil, server("a"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { h.g.FrontDoor.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if got := providerNames(toolList(t, t.Context(), h.srv)); len(got) != 0 {
+		t.Fatalf("listed before any start: %v", got)
+	}
+	p, _ := h.mgr.Get("a")
+	if _, err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the started provider's tools listed", func() bool {
+		return len(providerNames(toolList(t, t.Context(), h.srv))) == len(providerTools)
+	})
+}
+
 // TestFrontDoorResourcesAndPrompts: a running provider's resources keep
 // their URIs (a clash goes to the first server by ID, the other is
 // reported shadowed), templates too; prompts are named like tools; reads

@@ -271,6 +271,7 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		g.FrontDoor = frontdoor.New(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
 		g.FrontDoor.Withheld = g.withheld
 		g.FrontDoor.Reach = g.reach
+		g.Providers.Listen(g.FrontDoor.Events())
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
 		if g.FrontDoor.Searching() {
 			// The first tool filter: ListedInSearch sees the whole set.

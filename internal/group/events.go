@@ -22,6 +22,7 @@ var _ provider.Events = memberEvents{}
 // the group's; states are read when needed instead.
 func (memberEvents) StateChanged(string, provider.State, provider.State) {}
 func (memberEvents) Removed(string)                                      {}
+func (memberEvents) QuarantineChanged(string)                            {}
 
 func (e memberEvents) ColdStart(_ string, _ time.Duration, err error) {
 	e.g.observe(e.m, verdict(err == nil))

@@ -249,6 +249,9 @@ func (s *Sink) push(c stateChange) {
 	}
 }
 
+// QuarantineChanged implements provider.Events.
+func (s *Sink) QuarantineChanged(id string) { s.Next.QuarantineChanged(id) }
+
 // ColdStart implements provider.Events.
 func (s *Sink) ColdStart(id string, d time.Duration, err error) { s.Next.ColdStart(id, d, err) }
 

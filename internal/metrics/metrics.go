@@ -113,6 +113,10 @@ func New() *Metrics {
 	return m
 }
 
+// QuarantineChanged implements provider.Events: the quarantine shows in
+// hangar_details and the audit, not in a series.
+func (m *Metrics) QuarantineChanged(string) {}
+
 // StateChanged implements provider.Events.
 func (m *Metrics) StateChanged(id string, _, to provider.State) {
 	for _, s := range allStates {

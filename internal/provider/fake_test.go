@@ -295,6 +295,8 @@ type recorder struct {
 	removed []string
 	calls   []string // "tool:outcome"
 	checks  []error
+	// quarantines counts QuarantineChanged by provider.
+	quarantines map[string]int
 }
 
 func newRecorder(t *testing.T) *recorder { return &recorder{t: t} }
@@ -338,6 +340,21 @@ func (r *recorder) HealthChecked(_ string, err error) {
 	r.mu.Lock()
 	r.checks = append(r.checks, err)
 	r.mu.Unlock()
+}
+
+func (r *recorder) QuarantineChanged(id string) {
+	r.mu.Lock()
+	if r.quarantines == nil {
+		r.quarantines = map[string]int{}
+	}
+	r.quarantines[id]++
+	r.mu.Unlock()
+}
+
+func (r *recorder) quarantineChanges(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.quarantines[id]
 }
 
 func (r *recorder) Removed(id string) {

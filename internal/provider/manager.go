@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -17,8 +18,9 @@ import (
 // Manager holds the providers by ID. Lookups take a read lock only; no
 // provider I/O happens under it.
 type Manager struct {
-	launcher Launcher
-	opts     Options
+	launcher  Launcher
+	opts      Options
+	listeners *listeners
 
 	mu        sync.RWMutex
 	providers map[string]*Provider
@@ -34,7 +36,62 @@ func NewManager(launcher Launcher, opts Options) *Manager {
 	if opts.Events == nil {
 		opts.Events = NoEvents{}
 	}
-	return &Manager{launcher: launcher, opts: opts, providers: map[string]*Provider{}, members: map[string]string{}}
+	l := &listeners{first: opts.Events}
+	opts.Events = l
+	return &Manager{launcher: launcher, opts: opts, listeners: l, providers: map[string]*Provider{}, members: map[string]string{}}
+}
+
+// Listen adds e to the listeners of every provider's events, those
+// registered already included: for a listener made after the manager (the
+// front door, which hears what changes the served set).
+func (m *Manager) Listen(e Events) {
+	for {
+		old := m.listeners.more.Load()
+		var next []Events
+		if old != nil {
+			next = slices.Clone(*old)
+		}
+		next = append(next, e)
+		if m.listeners.more.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// listeners are the manager's events: Options.Events, then those added
+// with Listen.
+type listeners struct {
+	first Events
+	more  atomic.Pointer[[]Events]
+}
+
+func (l *listeners) each(f func(Events)) {
+	f(l.first)
+	if more := l.more.Load(); more != nil {
+		for _, e := range *more {
+			f(e)
+		}
+	}
+}
+
+func (l *listeners) StateChanged(id string, from, to State) {
+	l.each(func(e Events) { e.StateChanged(id, from, to) })
+}
+func (l *listeners) ColdStart(id string, d time.Duration, err error) {
+	l.each(func(e Events) { e.ColdStart(id, d, err) })
+}
+func (l *listeners) BackendExited(id, exit string, oom bool) {
+	l.each(func(e Events) { e.BackendExited(id, exit, oom) })
+}
+func (l *listeners) CallDone(id, tool, outcome string, d time.Duration) {
+	l.each(func(e Events) { e.CallDone(id, tool, outcome, d) })
+}
+func (l *listeners) HealthChecked(id string, err error) {
+	l.each(func(e Events) { e.HealthChecked(id, err) })
+}
+func (l *listeners) Removed(id string) { l.each(func(e Events) { e.Removed(id) }) }
+func (l *listeners) QuarantineChanged(id string) {
+	l.each(func(e Events) { e.QuarantineChanged(id) })
 }
 
 // Get returns the provider with id.
@@ -190,6 +247,10 @@ func (t teeEvents) HealthChecked(id string, err error) {
 func (t teeEvents) Removed(id string) {
 	t.a.Removed(id)
 	t.b.Removed(id)
+}
+func (t teeEvents) QuarantineChanged(id string) {
+	t.a.QuarantineChanged(id)
+	t.b.QuarantineChanged(id)
 }
 
 // Remove unregisters id and returns it, for the caller to retire.

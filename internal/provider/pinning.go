@@ -165,9 +165,6 @@ func (p *Provider) restoreQuarantine() {
 // memory, and the next sync retries.
 func (p *Provider) syncQuarantine(ctx context.Context) {
 	qs := p.opts.Quarantines
-	if qs == nil {
-		return
-	}
 	p.persistMu.Lock()
 	defer p.persistMu.Unlock()
 	p.mu.Lock()
@@ -178,7 +175,11 @@ func (p *Provider) syncQuarantine(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	want := persistKey(q)
-	if want == p.savedQuarantine {
+	if want != p.toldQuarantine {
+		p.toldQuarantine = want
+		p.opts.Events.QuarantineChanged(p.id)
+	}
+	if qs == nil || want == p.savedQuarantine {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), quarantineWriteTimeout)

@@ -64,6 +64,10 @@ type Events interface {
 	// Removed says the provider is gone for good; per-provider series can
 	// be dropped.
 	Removed(id string)
+	// QuarantineChanged says the provider's quarantine was set, changed or
+	// lifted (Quarantined has it): what it serves changed without a
+	// transition.
+	QuarantineChanged(id string)
 }
 
 // NoEvents ignores everything.
@@ -75,6 +79,7 @@ func (NoEvents) BackendExited(string, string, bool)             {}
 func (NoEvents) CallDone(string, string, string, time.Duration) {}
 func (NoEvents) HealthChecked(string, error)                    {}
 func (NoEvents) Removed(string)                                 {}
+func (NoEvents) QuarantineChanged(string)                       {}
 
 // Health is the provider's health bookkeeping (hangar_details.health).
 type Health struct {
@@ -156,6 +161,9 @@ type Provider struct {
 	// persistMu) is what the QuarantineStore holds (persistKey).
 	persistMu       sync.Mutex
 	savedQuarantine string
+	// toldQuarantine is the quarantine Events last heard of (under
+	// persistMu), to tell each change once.
+	toldQuarantine string
 }
 
 // New returns a COLD provider.

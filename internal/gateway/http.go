@@ -44,6 +44,10 @@ type HTTPOptions struct {
 	// local, as a loopback gateway without tokens does: app.ServeHTTP
 	// always sets it from the config and the listen address.
 	Auth *auth.HTTP
+	// UI, when set, builds the handler of /ui/ (the dashboard) given the
+	// guard of its data routes: this endpoint's auth middleware and a
+	// required scope, as on /events.
+	UI func(guard func(scope string, next http.Handler) http.Handler) http.Handler
 }
 
 // Management is the management protocol's HTTP side (seed 003).
@@ -112,6 +116,9 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	// (413, -32600) reads it once; the scope guard refuses before any
 	// session is looked up or created; then sessions, then mcp-go.
 	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler))))))
+	if o.UI != nil {
+		mux.Handle("/ui/", o.UI(func(scope string, next http.Handler) http.Handler { return o.Auth.Middleware(needScope(o.Auth, scope, next)) }))
+	}
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

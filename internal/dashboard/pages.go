@@ -179,4 +179,3 @@ func textOf(res *mcp.CallToolResult) string {
 	}
 	return ""
 }
-

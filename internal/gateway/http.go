@@ -117,7 +117,9 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	// session is looked up or created; then sessions, then mcp-go.
 	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler))))))
 	if o.UI != nil {
-		mux.Handle("/ui/", o.UI(func(scope string, next http.Handler) http.Handler { return o.Auth.Middleware(needScope(o.Auth, scope, next)) }))
+		mux.Handle("/ui/", o.UI(func(scope string, next http.Handler) http.Handler {
+			return o.Auth.Middleware(needScope(o.Auth, scope, next))
+		}))
 	}
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())

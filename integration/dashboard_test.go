@@ -83,7 +83,7 @@ func tab(t *testing.T, parent context.Context) context.Context {
 func shot(t *testing.T, ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Logf("no screenshot: %v", err)
 		return

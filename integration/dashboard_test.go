@@ -67,19 +67,6 @@ func browser(t *testing.T, exe string) context.Context {
 	return ctx
 }
 
-// tab opens another tab of the same browser (its own sessionStorage).
-func tab(t *testing.T, parent context.Context) context.Context {
-	t.Helper()
-	ctx, cancel := chromedp.NewContext(parent)
-	t.Cleanup(func() {
-		if t.Failed() {
-			shot(t, ctx)
-		}
-		cancel()
-	})
-	return ctx
-}
-
 func shot(t *testing.T, ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -196,7 +183,7 @@ data_dir: %s
 	}
 
 	// A read-only token sees the list, and its approval is refused.
-	viewer := tab(t, admin)
+	viewer := browser(t, exe) // a browser of its own: its own sessionStorage
 	if err := within(viewer, 60*time.Second,
 		chromedp.Navigate(g.URL+"/ui/#token="+dashViewerTok),
 		chromedp.WaitVisible(row("pending-table", refused)),
@@ -205,8 +192,13 @@ data_dir: %s
 	); err != nil {
 		t.Fatalf("the viewer's refusal is not shown: %v", err)
 	}
-	notice := eval(t, viewer, `document.getElementById("notice").textContent`)
-	if !strings.Contains(notice, "Token missing required scope: hangar:admin") || !strings.Contains(notice, "-32003") {
+	nctx, cancel := context.WithTimeout(viewer, 10*time.Second)
+	defer cancel()
+	notice, err := chromedp.Run(nctx, chromedp.Text(chromedp.CSS(`#notice p.refusal`)))
+	if err != nil {
+		t.Fatalf("read the notice: %v", err)
+	}
+	if !strings.Contains(notice, "Token missing required scope: hangar:admin") || !strings.Contains(notice, fmt.Sprint(auth.CodeInsufficientScope)) {
 		t.Errorf("refusal notice %q", notice)
 	}
 	for _, p := range g.App.Gateway.Discovery.Pending() {

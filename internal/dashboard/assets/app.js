@@ -33,14 +33,16 @@
     n.appendChild(p);
   }
 
-  // refusal is the seed-004 error of a refused request, as text.
+  // refusal is the seed-004 error of a refused request, as text, else
+  // the body's first line (an origin refusal is plain text).
   async function refusal(resp) {
-    let msg = resp.status + " " + resp.statusText;
+    const text = await resp.text();
     try {
-      const body = await resp.json();
-      if (body && body.error) msg = body.error.message + " (" + body.error.code + ")";
+      const body = JSON.parse(text);
+      if (body && body.error) return body.error.message + " (" + body.error.code + ")";
     } catch (_) { /* not JSON */ }
-    return msg;
+    const line = text.split("\n")[0].trim();
+    return line ? resp.status + ": " + line.slice(0, 300) : resp.status + " " + resp.statusText;
   }
 
   async function call(path, opts) {
@@ -175,6 +177,10 @@
     const resp = await call("/ui/api/approve/" + encodeURIComponent(id), { method: "POST" });
     if (resp.status === 403) {
       notice("Refused: " + await refusal(resp), "warn refusal");
+      return;
+    }
+    if (!(resp.headers.get("Content-Type") || "").startsWith("text/html")) {
+      notice("Not done: " + await refusal(resp), "warn");
       return;
     }
     const box = $("notice");

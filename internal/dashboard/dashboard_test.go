@@ -59,6 +59,7 @@ func (fakeViews) Details(_ context.Context, id string, _ int) *readmodel.Details
 		Tools:    []mcpconn.Tool{{Name: "add", Description: "adds " + hostile}},
 		Bindings: []readmodel.Binding{{CallableName: "math__add", RawToolName: "add", BoundAt: time.Unix(0, 0)}},
 		Audit:    []store.AuditEntry{{At: time.Unix(0, 0), Identity: "admin", Action: "tools/call", Tool: "add", Allowed: true, Outcome: "ok"}},
+		Egress:   map[string]any{"allow": []string{"api.example.com:443"}, "refused": []string{hostile}},
 	}
 }
 
@@ -246,7 +247,7 @@ func TestFragmentsEscape(t *testing.T) {
 		}
 	}
 	_, body := e.do(t, "GET", "/ui/api/server/math", readerTok)
-	for _, want := range []string{"math__add", "mcp-hangar/math:dev", "boom "} {
+	for _, want := range []string{"math__add", "mcp-hangar/math:dev", "boom ", "api.example.com:443"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("details fragment lacks %q:\n%s", want, body)
 		}

@@ -35,6 +35,13 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"raw": func(b json.RawMessage) string { return string(b) },
+	"json": func(v any) string {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	},
 }
 
 func (d *Dashboard) servers(w http.ResponseWriter, r *http.Request) {

@@ -25,9 +25,10 @@ type Summary struct {
 	Errors              int64
 	// CallsPerSecond is the rate since the previous list (0 on the first).
 	CallsPerSecond float64
-	// MeanMs is the mean call duration; the metrics keep a histogram per
-	// server, not quantiles, so a p50 is not known here.
+	// MeanMs is the mean call duration, P50Ms the median estimated from
+	// the duration histogram's buckets; 0 when no call was timed.
 	MeanMs      float64
+	P50Ms       float64
 	LastError   string
 	ImageDigest string
 	Quarantined bool
@@ -69,7 +70,7 @@ func (m *Model) Servers(keep func(id string) bool) []Summary {
 		if t, ok := totals[e.ID]; ok {
 			s.Calls, s.Errors = t.calls, t.errors
 			if t.count > 0 {
-				s.MeanMs = t.sumMs / float64(t.count)
+				s.MeanMs, s.P50Ms = t.sumMs/float64(t.count), t.p50Ms
 			}
 			s.CallsPerSecond = m.rates.rate(e.ID, t.calls, now)
 		}
@@ -80,7 +81,7 @@ func (m *Model) Servers(keep func(id string) bool) []Summary {
 
 type totals struct {
 	calls, errors, count int64
-	sumMs                float64
+	sumMs, p50Ms         float64
 }
 
 func (m *Model) totals() map[string]totals {
@@ -94,7 +95,7 @@ func (m *Model) totals() map[string]totals {
 	}
 	out := make(map[string]totals, len(sum.Servers))
 	for id, t := range sum.Servers {
-		out[id] = totals{calls: t.Invocations, errors: t.Errors, count: t.LatencyCount, sumMs: t.LatencySumMs}
+		out[id] = totals{calls: t.Invocations, errors: t.Errors, count: t.LatencyCount, sumMs: t.LatencySumMs, p50Ms: t.LatencyP50Ms}
 	}
 	return out
 }

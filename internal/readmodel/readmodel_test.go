@@ -143,7 +143,7 @@ func TestServers(t *testing.T) {
 		t.Fatalf("servers %+v", list)
 	}
 	a := list[0]
-	if a.Source != "config" || a.State != "cold" || a.Calls != 3 || a.Errors != 1 || a.MeanMs < 19.9 || a.MeanMs > 20.1 || a.Health != "" {
+	if a.Source != "config" || a.State != "cold" || a.Calls != 3 || a.Errors != 1 || a.MeanMs < 19.9 || a.MeanMs > 20.1 || a.P50Ms <= 10 || a.P50Ms > 25 || a.Health != "" {
 		t.Errorf("alpha %+v", a)
 	}
 	only := m.Servers(func(id string) bool { return id == "beta" })

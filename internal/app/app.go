@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/dashboard"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
@@ -97,6 +98,8 @@ type App struct {
 	Manage *manage.Service
 	// Egress runs the networks and proxies of servers with egress.
 	Egress *dockerrt.Egress
+	// Dashboard serves /ui/ over the read model.
+	Dashboard *dashboard.Dashboard
 
 	egressLog *egressRefusals
 
@@ -322,6 +325,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if cfg.ConfigReload.Enabled {
 		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
 	}
+	a.wireViews()
 	return a, nil
 }
 
@@ -489,6 +493,9 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o endpoint.Options
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = int64(a.Gateway.Config().Execution.MaxRequestBodyBytes)
+	}
+	if o.UI == nil {
+		o.UI = a.Dashboard.Handler
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	defer ep.Close()

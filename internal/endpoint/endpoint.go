@@ -58,6 +58,10 @@ type Options struct {
 	// local, as a loopback gateway without tokens does: app.ServeHTTP
 	// always sets it from the config and the listen address.
 	Auth *auth.HTTP
+	// UI, when set, builds the handler of /ui/ (the dashboard) given the
+	// guard of its data routes: this endpoint's auth middleware and a
+	// required scope, as on /events.
+	UI func(guard func(scope string, next http.Handler) http.Handler) http.Handler
 }
 
 // withDefaults fills what o leaves unset.

@@ -110,34 +110,6 @@ func (g *Gateway) RecordAudit(ctx context.Context, e store.AuditEntry) {
 // recentAuditLimit is how many audit entries hangar_details shows.
 const recentAuditLimit = 20
 
-// recentAudit is hangar_details' "recent_audit": the server's newest
-// entries, newest first. Entries hold names, verdicts and kinds only (see
-// RecordAudit), never arguments or results. nil without an audit store.
-func (g *Gateway) recentAudit(ctx context.Context, server string) any {
-	if g.AuditStore == nil {
-		return nil
-	}
-	es, err := g.AuditStore.RecentAudit(ctx, server, recentAuditLimit)
-	if err != nil {
-		g.logFrom(ctx).Warn("audit not read", telemetry.FieldServer, server, telemetry.FieldError, err)
-		return nil
-	}
-	out := make([]map[string]any, 0, len(es))
-	for _, e := range es {
-		out = append(out, map[string]any{
-			"at":          e.At.UTC().Format(time.RFC3339Nano),
-			"identity":    e.Identity,
-			"action":      e.Action,
-			"tool":        e.Tool,
-			"allowed":     e.Allowed,
-			"reason":      e.Reason,
-			"outcome":     e.Outcome,
-			"duration_ms": e.DurationMs,
-		})
-	}
-	return out
-}
-
 // auditProviderCall records one call routed to a provider or group.
 // denied says the gateway refused the call before it reached the server
 // (its servers, a disabled server).

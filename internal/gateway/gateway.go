@@ -40,6 +40,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/relay"
 	"github.com/mcp-hangar/hangar/internal/store"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
@@ -90,6 +91,9 @@ type Gateway struct {
 	// (its allow-list and recent refusals); nil for a server without
 	// egress control.
 	EgressDetails func(id string) any
+	// Views is the read model hangar_details answers from (the app shares
+	// it with mcp/* and the dashboard); nil reads the fields above.
+	Views *readmodel.Model
 	// FrontDoor lists provider tools by callable name; nil in egress mode.
 	// MCPServer builds it.
 	FrontDoor *frontdoor.FrontDoor

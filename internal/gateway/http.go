@@ -74,6 +74,11 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "stateless tools/list", Serve: serve})
 	}
 	p.Table.Last = relay.CountProgress(streamable, frontdoor.FindToolName)
+	if o.UI != nil {
+		p.Mounts["/ui/"] = o.UI(func(scope string, next http.Handler) http.Handler {
+			return o.Auth.Middleware(needScope(o.Auth, scope, next))
+		})
+	}
 	if o.Metrics != nil {
 		// Metrics name every server: the same credentials and hangar:read
 		// as hangar_metrics (a loopback gateway without tokens is open).

@@ -28,11 +28,10 @@ func quarantineSourceOf(reason string) string {
 	return quarantineSource
 }
 
-// quarantineOf is hangar_details' "quarantine" field: null when the
-// provider serves its pinned tools.
-func quarantineOf(p *provider.Provider) any {
-	q, ok := p.Quarantined()
-	if !ok {
+// quarantineOf is hangar_details' "quarantine" field: null (q nil) when
+// the provider serves its pinned tools.
+func quarantineOf(q *provider.Quarantine) any {
+	if q == nil {
 		return nil
 	}
 	changes := q.Changes

@@ -108,16 +108,3 @@ func (g *Gateway) sourceOf(id string) string {
 	e, _ := g.Catalog.Get(id)
 	return string(e.Source)
 }
-
-// shadowedClaims is hangar_details' "shadowed_claims": the other sources
-// that claim id and are not served, and why (a config entry hidden by a
-// group, an install shadowed by the config file, ...). Never nil.
-func (g *Gateway) shadowedClaims(id string) []map[string]any {
-	out := []map[string]any{}
-	for _, r := range g.Catalog.Refused() {
-		if r.ID == id {
-			out = append(out, map[string]any{"source": string(r.Source), "reason": r.Err.Error()})
-		}
-	}
-	return out
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
@@ -88,27 +89,47 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	})
 }
 
+// details answers from the read model: the view mcp/server/details and
+// the dashboard show too, encoded in seed 001's shape.
 func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, err := req.RequireString("mcp_server")
 	if err != nil {
 		return fail(err)
 	}
-	if grp, found := g.Groups.Get(id); found {
-		out := groupDetails(grp.Status())
+	views := g.Views
+	if views == nil {
+		// Not wired by the app (tests, embedding): a model over the
+		// gateway's own parts.
+		views = &readmodel.Model{Providers: g.Providers, Groups: g.Groups, Catalog: g.Catalog, Egress: g.EgressDetails, Log: g.Log}
+		if g.AuditStore != nil {
+			views.Audit = g.AuditStore
+		}
+		if g.Images != nil {
+			views.Images = g.Images
+		}
 		if g.FrontDoor != nil {
-			out["front_door"] = g.FrontDoor.Details(id)
+			views.FrontDoor = g.FrontDoor
+		}
+	}
+	d := views.Details(ctx, id, recentAuditLimit)
+	if d.Group != nil {
+		out := groupDetails(*d.Group)
+		if d.FrontDoor != nil {
+			out["front_door"] = d.FrontDoor
 		}
 		return ok(out)
 	}
-	p, found := g.Providers.Get(id)
-	if !found {
+	if !d.Provider {
 		return unknownServer(id)
 	}
-	s := p.Snapshot()
-	spec := p.Spec()
+	s, spec := d.Snapshot, d.Spec
 	var idle any
 	if !s.LastUsed.IsZero() {
 		idle = time.Since(s.LastUsed).Seconds()
+	}
+	shadowed := make([]map[string]any, 0, len(d.ShadowedClaim))
+	for _, c := range d.ShadowedClaim {
+		shadowed = append(shadowed, map[string]any{"source": c.Source, "reason": c.Reason})
 	}
 	meta := map[string]any{
 		"description":  spec.Description,
@@ -121,24 +142,42 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		"last_error":   nilIfEmpty(s.LastError),
 		"stderr_tail":  s.Stderr,
 		"idle_ttl_s":   spec.IdleTTL.Seconds(),
-		"source":       g.sourceOf(id),
+		"source":       d.Source,
 		// Beyond seed 001: claims on this ID from sources of lower
 		// precedence, which are not served.
-		"shadowed_claims": g.shadowedClaims(id),
+		"shadowed_claims": shadowed,
 	}
 	if spec.Image != "" {
-		img := g.imageStatus(id)
-		meta["pulling"] = pullingField(img)
-		meta["image_digest"] = nilIfEmpty(img.Digest)
-		meta["image_id"] = nilIfEmpty(img.ID)
+		meta["pulling"] = pullingField(d.Image)
+		meta["image_digest"] = nilIfEmpty(d.Image.Digest)
+		meta["image_id"] = nilIfEmpty(d.Image.ID)
 	}
-	pol := p.Policy()
+	// Beyond seed 001: the newest audit entries of this server (null
+	// without an audit trail). Entries hold names, verdicts and kinds only
+	// (see RecordAudit), never arguments or results.
+	var audit any
+	if d.AuditKnown {
+		entries := make([]map[string]any, 0, len(d.Audit))
+		for _, e := range d.Audit {
+			entries = append(entries, map[string]any{
+				"at":          e.At.UTC().Format(time.RFC3339Nano),
+				"identity":    e.Identity,
+				"action":      e.Action,
+				"tool":        e.Tool,
+				"allowed":     e.Allowed,
+				"reason":      e.Reason,
+				"outcome":     e.Outcome,
+				"duration_ms": e.DurationMs,
+			})
+		}
+		audit = entries
+	}
 	out := map[string]any{
 		"mcp_server": id,
 		"state":      s.State,
 		"mode":       s.Mode,
 		"alive":      s.Alive,
-		"tools":      toolObjects(p.Tools()),
+		"tools":      toolObjects(d.Tools),
 		"health": map[string]any{
 			"consecutive_failures": s.Health.ConsecutiveFailures,
 			"last_check":           timeOrNil(s.Health.LastCheck),
@@ -147,25 +186,22 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 			"total_invocations":    s.Health.TotalInvocations,
 			"total_failures":       s.Health.TotalFailures,
 		},
-		"idle_time":  idle,
-		"meta":       meta,
-		"quarantine": quarantineOf(p),
-		// Beyond seed 001: the newest audit entries of this server.
-		"recent_audit": g.recentAudit(ctx, id),
+		"idle_time":    idle,
+		"meta":         meta,
+		"quarantine":   quarantineOf(d.Quarantine),
+		"recent_audit": audit,
 		"tools_policy": map[string]any{
-			"type":           pol.Type(),
-			"has_allow_list": pol.HasAllowList(),
-			"has_deny_list":  pol.HasDenyList(),
-			"filtered_count": p.FilteredCount(),
+			"type":           d.Policy.Type,
+			"has_allow_list": d.Policy.HasAllowList,
+			"has_deny_list":  d.Policy.HasDenyList,
+			"filtered_count": d.Policy.FilteredCount,
 		},
 	}
-	if g.FrontDoor != nil {
-		out["front_door"] = g.FrontDoor.Details(id)
+	if d.FrontDoor != nil {
+		out["front_door"] = d.FrontDoor
 	}
-	if g.EgressDetails != nil {
-		if e := g.EgressDetails(id); e != nil {
-			out["egress"] = e
-		}
+	if d.Egress != nil {
+		out["egress"] = d.Egress
 	}
 	return ok(out)
 }

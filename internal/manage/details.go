@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/readmodel"
 )
 
 // ---------------------------------------------------------------------------
@@ -111,24 +112,11 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 	if err != nil {
 		return nil, fmt.Errorf("snapshot version: %w", err)
 	}
-	secrets := s.secretsOf(ctx, id)
-	srv, served := s.Catalog.Server(id)
-	tools := srv.Tools
-	if len(tools) == 0 {
-		if c, err := s.Store.Catalog(ctx, id); err == nil {
-			var cc cachedCatalog
-			if json.Unmarshal(c.Catalog, &cc) == nil {
-				tools = cc.Tools
-			}
-		}
-	}
+	d := s.views().Details(ctx, id, historyLimit)
+	tools := d.CatalogTools()
 	res := &DetailsResult{SnapshotVersion: v, Server: it, Audit: []AuditView{}, RecentBindings: []Binding{}}
-	res.Catalog = CatalogView{CatalogVersion: mcpconn.CatalogVersion(tools), Tools: []ToolView{}, Resources: []any{},
-		ResourceTemplates: []any{}, Prompts: []any{}}
-	if s.Extras != nil {
-		r, t, p := s.Extras(id)
-		res.Catalog.Resources, res.Catalog.ResourceTemplates, res.Catalog.Prompts = rawList(r), rawList(t), rawList(p)
-	}
+	res.Catalog = CatalogView{CatalogVersion: mcpconn.CatalogVersion(tools), Tools: []ToolView{},
+		Resources: rawList(d.Resources), ResourceTemplates: rawList(d.ResourceTemplates), Prompts: rawList(d.Prompts)}
 	for _, t := range tools {
 		res.Catalog.Tools = append(res.Catalog.Tools, ToolView{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchemaSummary: schemaSummary(t.InputSchema), Annotations: t.Annotations})
@@ -137,28 +125,50 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 	if len(tools) > 0 {
 		res.Health.CatalogVersion = &res.Catalog.CatalogVersion
 	}
-	if served {
-		attempt := srv.Runtime.RetryAttempt
+	if d.Served() {
+		// A group has no restart backoff of its own: attempt 0.
+		attempt := d.Snapshot.Health.ConsecutiveFailures
 		res.Health.RetryAttempt = &attempt
-		if t := srv.Runtime.NextRetryAt; !t.IsZero() {
+		if t := d.Snapshot.RetryAt; !t.IsZero() {
 			res.Health.NextRetryAt = known(t.UTC().Format(time.RFC3339))
 		}
-		res.Health.StderrTail = known(Scrub(srv.Runtime.Stderr, secrets))
+		res.Health.StderrTail = known(Scrub(d.Snapshot.Stderr, s.secretsOf(ctx, id)))
 	}
-	if entries, err := s.Store.RecentAudit(ctx, id, historyLimit); err == nil {
-		for _, e := range entries {
-			res.Audit = append(res.Audit, AuditView{At: e.At.UTC().Format(time.RFC3339Nano), Identity: e.Identity, Action: e.Action,
-				Tool: e.Tool, Allowed: e.Allowed, Reason: e.Reason, Outcome: e.Outcome, DurationMs: e.DurationMs})
-		}
-	} else {
-		s.Log.Warn("audit not read", "mcp_server", id, "error", err)
+	for _, e := range d.Audit {
+		res.Audit = append(res.Audit, AuditView{At: e.At.UTC().Format(time.RFC3339Nano), Identity: e.Identity, Action: e.Action,
+			Tool: e.Tool, Allowed: e.Allowed, Reason: e.Reason, Outcome: e.Outcome, DurationMs: e.DurationMs})
 	}
-	if s.Bindings != nil {
-		if b := s.Bindings.RecentBindings(id, historyLimit); b != nil {
-			res.RecentBindings = b
-		}
+	if d.Bindings != nil {
+		res.RecentBindings = d.Bindings
 	}
 	return res, nil
+}
+
+// views is the read model details answer from: the app's shared one, or
+// one over this service's own parts (tests, embedding).
+func (s *Service) views() *readmodel.Model {
+	if s.Views != nil {
+		return s.Views
+	}
+	m := &readmodel.Model{Audit: s.Store, Stored: s.Store, Installs: s.Store, Log: s.Log}
+	if pc, ok := s.Catalog.(*ProviderCatalog); ok {
+		if pc.Catalog != nil {
+			m.Catalog = pc.Catalog
+		}
+		if pc.Providers != nil {
+			m.Providers = pc.Providers
+		}
+		if pc.Groups != nil {
+			m.Groups = pc.Groups
+		}
+	}
+	if s.Bindings != nil {
+		m.Bindings = s.Bindings
+	}
+	if s.Extras != nil {
+		m.Extras = s.Extras
+	}
+	return m
 }
 
 // schemaSummary condenses an input schema to its property names, types

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -42,13 +42,8 @@ const (
 )
 
 // Binding is one front-door name bound to a provider tool
-// (recent_bindings).
-type Binding struct {
-	CallableName   string    `json:"callable_name"`
-	RawToolName    string    `json:"raw_tool_name"`
-	CatalogVersion string    `json:"catalog_version,omitempty"`
-	BoundAt        time.Time `json:"bound_at"`
-}
+// (recent_bindings), as the read model holds it.
+type Binding = readmodel.Binding
 
 // Bindings is the front door's record of names it bound; nil until the
 // front door is merged (recent_bindings is then empty).
@@ -64,7 +59,11 @@ type Service struct {
 	Bindings Bindings // may be nil
 	// Extras returns a server's resources, resource templates and prompts
 	// as the front door knows them (raw MCP JSON); nil: none known.
-	Extras    func(server string) (resources, templates, prompts []json.RawMessage)
+	Extras func(server string) (resources, templates, prompts []json.RawMessage)
+	// Views is the read model mcp/server/details answers from, shared
+	// with hangar_details and the dashboard; nil builds one over Catalog,
+	// Store, Bindings and Extras.
+	Views     *readmodel.Model
 	Options   Options
 	Workspace string
 	Log       *slog.Logger

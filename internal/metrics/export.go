@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"fmt"
+	"math"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -35,6 +36,10 @@ type ServerTotals struct {
 	Errors       int64
 	LatencySumMs float64
 	LatencyCount int64
+	// LatencyP50Ms is the median call duration estimated from the
+	// histogram's buckets (as Prometheus' histogram_quantile does); 0
+	// when no call was timed.
+	LatencyP50Ms float64
 }
 
 // ToolTotals are one tool's call figures.
@@ -105,6 +110,7 @@ func (m *Metrics) SummarizeFor(keep func(server string) bool) (*Summary, error) 
 				st := server(l[lServer])
 				st.LatencySumMs += mt.GetHistogram().GetSampleSum() * 1000
 				st.LatencyCount += int64(mt.GetHistogram().GetSampleCount())
+				st.LatencyP50Ms = quantile(0.5, mt.GetHistogram()) * 1000
 			case "hangar_cold_starts_total":
 				n := int64(mt.GetCounter().GetValue())
 				s.ColdStarts += n
@@ -166,4 +172,27 @@ func labels(m *dto.Metric) map[string]string {
 		out[lp.GetName()] = lp.GetValue()
 	}
 	return out
+}
+
+// quantile estimates the q-quantile of a histogram by linear
+// interpolation inside the bucket that holds it; in the open last bucket
+// it is that bucket's lower bound.
+func quantile(q float64, h *dto.Histogram) float64 {
+	total := float64(h.GetSampleCount())
+	if total == 0 {
+		return 0
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range h.GetBucket() {
+		upper, count := b.GetUpperBound(), float64(b.GetCumulativeCount())
+		if count >= rank {
+			if math.IsInf(upper, 1) || count == below {
+				return lower
+			}
+			return lower + (upper-lower)*(rank-below)/(count-below)
+		}
+		lower, below = upper, count
+	}
+	return lower
 }

@@ -1,0 +1,210 @@
+package integration
+
+// The dashboard in a real browser: Debian's headless Chromium driven by
+// chromedp, against an in-process gateway with Docker discovery.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/discovery"
+)
+
+const (
+	dashAdminTok  = "hgr_dash-admin-0123456789abcdef"
+	dashViewerTok = "hgr_dash-viewer-0123456789abcde"
+)
+
+// chromium is the browser binary; without it the test fails under
+// CI=true (.ci/run installs it) and is skipped elsewhere.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed (CI=true: .ci/run installs Debian's chromium)")
+	}
+	t.Skip("chromium is not installed (apt-get install chromium)")
+	return ""
+}
+
+// browser opens a headless tab; on a failure of the test, the tab's
+// screenshot is written to a file the log names.
+func browser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox, // as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1400, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		if t.Failed() {
+			shot(t, ctx)
+		}
+		cancel()
+		cancelAlloc()
+	})
+	// The first run starts the browser, with the context's lifetime.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+func shot(t *testing.T, ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("no screenshot: %v", err)
+		return
+	}
+	dir, err := os.MkdirTemp("", "hangar-dashboard-")
+	if err != nil {
+		t.Logf("no screenshot: %v", err)
+		return
+	}
+	path := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Logf("no screenshot: %v", err)
+		return
+	}
+	t.Logf("screenshot of the failed page: %s", path)
+}
+
+// within runs steps with a deadline.
+func within(ctx context.Context, d time.Duration, steps ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return chromedp.Do(ctx, steps...)
+}
+
+// eval is the value of a JavaScript expression in the tab.
+func eval(t *testing.T, ctx context.Context, expr string) string {
+	t.Helper()
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ectx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// An operator logs in with a link, sees the servers, approves a
+// discovered candidate and sees it served without a reload (the page
+// follows /events); a read-only token's approval is refused and shown.
+func TestDashboardInBrowser(t *testing.T) {
+	exe := chromium(t)
+	cli := discClient(t)
+	g := startGateway(t, fmt.Sprintf(`
+mcp_servers:
+  math: {mode: docker, image: mcp-hangar/math:dev}
+auth:
+  tokens:
+    - {name: admin, token_sha256: "%s", scopes: [hangar:read, hangar:call, hangar:admin]}
+    - {name: viewer, token_sha256: "%s", scopes: [hangar:read]}
+front_door: {prefetch: true}
+discovery:
+  enabled: true
+  auto_register: false
+  sources: [{type: docker, mode: additive}]
+data_dir: %s
+`, auth.HashHex(dashAdminTok), auth.HashHex(dashViewerTok), t.TempDir()))
+
+	approved, refused := discName("dash-ok"), discName("dash-refused")
+	for _, name := range []string{approved, refused} {
+		id := discContainer(t, cli, name, map[string]string{discovery.LabelEnabled: "true", discovery.LabelName: name},
+			false, "--transport", "http", "--port", "8080")
+		discStart(t, cli, id)
+	}
+	discWait(t, 60*time.Second, "both candidates pending", func() bool {
+		n := 0
+		for _, p := range g.App.Gateway.Discovery.Pending() {
+			if (p.Name == approved || p.Name == refused) && p.Status == discovery.StatusPending {
+				n++
+			}
+		}
+		return n == 2
+	})
+
+	admin := browser(t, exe)
+	row := func(table, id string) chromedp.CSS { return chromedp.CSS(fmt.Sprintf(`#%s tr[data-id=%q]`, table, id)) }
+	if err := within(admin, 60*time.Second,
+		chromedp.Navigate(g.URL+"/ui/#token="+dashAdminTok),
+		chromedp.WaitVisible(row("servers-table", "math")),
+		chromedp.WaitVisible(row("pending-table", approved)),
+		chromedp.WaitVisible(chromedp.CSS(`#live.on`)),
+	); err != nil {
+		t.Fatalf("servers and pending candidates not shown: %v", err)
+	}
+	loc, stored := eval(t, admin, `location.href`), eval(t, admin, `sessionStorage.getItem("hangar.token") || ""`)
+	if strings.Contains(loc, dashAdminTok) || stored != dashAdminTok {
+		t.Errorf("address %q, sessionStorage %q: the login link's token must move to sessionStorage", loc, stored)
+	}
+
+	// A marker that a reload would wipe; the approval is one click.
+	events0 := eval(t, admin, `window.hangarMarker = "same page"; document.getElementById("live").dataset.events || "0"`)
+	if err := within(admin, 10*time.Second, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-approve=%q]`, approved)))); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(admin, 90*time.Second,
+		chromedp.WaitVisible(row("servers-table", approved)),
+		chromedp.WaitNotPresent(row("pending-table", approved)),
+	); err != nil {
+		t.Fatalf("the approved candidate is not shown as served: %v", err)
+	}
+	marker := eval(t, admin, `window.hangarMarker || ""`)
+	events1 := eval(t, admin, `document.getElementById("live").dataset.events || "0"`)
+	if marker != "same page" {
+		t.Error("the page was reloaded")
+	}
+	if events1 == events0 {
+		t.Errorf("no event read from /events (%s before, %s after), yet the view changed", events0, events1)
+	}
+	if _, ok := g.App.Gateway.Catalog.Get(approved); !ok {
+		t.Errorf("%s is not in the catalog after its approval", approved)
+	}
+
+	// A read-only token sees the list, and its approval is refused.
+	viewer := browser(t, exe) // a browser of its own: its own sessionStorage
+	if err := within(viewer, 60*time.Second,
+		chromedp.Navigate(g.URL+"/ui/#token="+dashViewerTok),
+		chromedp.WaitVisible(row("pending-table", refused)),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-approve=%q]`, refused))),
+		chromedp.WaitVisible(chromedp.CSS(`#notice p.refusal`)),
+	); err != nil {
+		t.Fatalf("the viewer's refusal is not shown: %v", err)
+	}
+	nctx, cancel := context.WithTimeout(viewer, 10*time.Second)
+	defer cancel()
+	notice, err := chromedp.Run(nctx, chromedp.Text(chromedp.CSS(`#notice p.refusal`)))
+	if err != nil {
+		t.Fatalf("read the notice: %v", err)
+	}
+	if !strings.Contains(notice, "Token missing required scope: hangar:admin") || !strings.Contains(notice, fmt.Sprint(auth.CodeInsufficientScope)) {
+		t.Errorf("refusal notice %q", notice)
+	}
+	for _, p := range g.App.Gateway.Discovery.Pending() {
+		if p.Name == refused {
+			return // still pending: nothing was approved
+		}
+	}
+	t.Errorf("%s is no longer pending after a refused approval", refused)
+}

@@ -1,0 +1,337 @@
+package dashboard_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/catalog"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/dashboard"
+	"github.com/mcp-hangar/hangar/internal/discovery"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/readmodel"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+const (
+	adminTok  = "hgr_dash-admin-0123456789ab"
+	readerTok = "hgr_dash-reader-0123456789a"
+	callerTok = "hgr_dash-caller-0123456789a"
+)
+
+// hostile is a server-controlled string: a tool description, an error.
+const hostile = `<script>alert("x")</script><img src=x onerror=alert(1)>`
+
+// fakeViews answers every view with fixed data holding hostile strings.
+type fakeViews struct{ servers []readmodel.Summary }
+
+func (f fakeViews) Servers(keep func(string) bool) []readmodel.Summary {
+	var out []readmodel.Summary
+	for _, s := range f.servers {
+		if keep == nil || keep(s.ID) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (fakeViews) Details(_ context.Context, id string, _ int) *readmodel.Details {
+	if id != "math" {
+		return &readmodel.Details{ID: id}
+	}
+	return &readmodel.Details{
+		ID: id, Source: "config", Provider: true,
+		Snapshot: provider.Snapshot{ID: id, State: provider.Ready, Stderr: "boom " + hostile},
+		Spec:     &config.Server{ID: id, Image: "mcp-hangar/math:dev"},
+		Tools:    []mcpconn.Tool{{Name: "add", Description: "adds " + hostile}},
+		Bindings: []readmodel.Binding{{CallableName: "math__add", RawToolName: "add", BoundAt: time.Unix(0, 0)}},
+		Audit:    []store.AuditEntry{{At: time.Unix(0, 0), Identity: "admin", Action: "tools/call", Tool: "add", Allowed: true, Outcome: "ok"}},
+		Egress:   map[string]any{"allow": []string{"api.example.com:443"}, "refused": []string{hostile}},
+	}
+}
+
+func (fakeViews) Candidates(keep func(string) bool) []readmodel.Candidate {
+	return []readmodel.Candidate{{Name: "cand", Kind: readmodel.KindPending, Source: "docker", Reason: hostile}}
+}
+
+func (fakeViews) InstalledServers(context.Context, func(string) bool) ([]readmodel.Install, error) {
+	return []readmodel.Install{{Name: "inst", Enabled: true}}, nil
+}
+
+func (fakeViews) Refusals(context.Context, func(string) bool, int) ([]store.AuditEntry, error) {
+	return []store.AuditEntry{{Identity: "reader", Action: "request", Tool: "POST /ui/api/approve/x", Reason: "insufficient_scope"}}, nil
+}
+
+// fakeDiscovery approves everything it is asked to.
+type fakeDiscovery struct{}
+
+func (fakeDiscovery) Scan(context.Context) discovery.ScanResult { return discovery.ScanResult{} }
+func (fakeDiscovery) Pending() []discovery.PendingEntry         { return nil }
+func (fakeDiscovery) Quarantined() []discovery.QuarantineEntry  { return nil }
+func (fakeDiscovery) Sources() []discovery.SourceStatus         { return nil }
+func (fakeDiscovery) Approve(_ context.Context, name string) discovery.ApproveResult {
+	return discovery.ApproveResult{Approved: true, Server: name, Status: "registered"}
+}
+
+type testEndpoint struct {
+	url   string
+	audit store.Audit
+}
+
+// newEndpoint serves the dashboard on the gateway's real HTTP endpoint,
+// with tokens, as the app wires it.
+func newEndpoint(t *testing.T, views dashboard.Views) *testEndpoint {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.OpenDir(t.TempDir(), store.Options{KeystoreKey: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cfg := config.Default()
+	mgr := provider.NewManager(nil, provider.Options{Log: log})
+	g := gateway.New(cfg, mgr, nil, nil, log)
+	g.AuditStore = st
+	g.Discovery = fakeDiscovery{}
+	mcp := g.MCPServer()
+	tokens := []config.Token{
+		{Name: "admin", SHA256: sha256.Sum256([]byte(adminTok)), Scopes: auth.AllScopes},
+		{Name: "reader", SHA256: sha256.Sum256([]byte(readerTok)), Scopes: []string{auth.ScopeRead}},
+		{Name: "caller", SHA256: sha256.Sum256([]byte(callerTok)), Scopes: []string{auth.ScopeCall}},
+	}
+	ah := &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), config.Auth{Tokens: tokens}, auth.Options{}), Log: log}
+	ui := dashboard.New(views, mcp, log)
+	ep := g.HTTP(mcp, endpoint.Options{Auth: ah, UI: ui.Handler})
+	t.Cleanup(ep.Close)
+	srv := httptest.NewServer(ep.Handler)
+	t.Cleanup(srv.Close)
+	return &testEndpoint{url: srv.URL, audit: st}
+}
+
+func (e *testEndpoint) do(t *testing.T, method, path, token string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var someServers = fakeViews{servers: []readmodel.Summary{
+	{ID: "math", Source: "config", State: "ready", Health: "ok", Calls: 3, LastError: hostile, ImageDigest: "sha256:0123456789abcdef0123"},
+}}
+
+// Who may see and do what on /ui/: a table of routes, tokens and
+// outcomes, run against the real endpoint.
+func TestAccess(t *testing.T) {
+	t.Parallel()
+	e := newEndpoint(t, someServers)
+	cases := []struct {
+		name, method, path, token string
+		status                    int
+		code                      int // the seed-004 JSON-RPC code of a refusal
+	}{
+		{"shell needs no token", "GET", "/ui/", "", 200, 0},
+		{"script needs no token", "GET", "/ui/app.js", "", 200, 0},
+		{"data needs a token", "GET", "/ui/api/servers", "", 401, auth.CodeUnauthenticated},
+		{"a wrong token is refused", "GET", "/ui/api/servers", "hgr_nope", 401, auth.CodeUnauthenticated},
+		{"read token reads", "GET", "/ui/api/servers", readerTok, 200, 0},
+		{"read token reads details", "GET", "/ui/api/server/math", readerTok, 200, 0},
+		{"read token reads pending", "GET", "/ui/api/pending", readerTok, 200, 0},
+		{"read token reads installs", "GET", "/ui/api/installs", readerTok, 200, 0},
+		{"read token reads refusals", "GET", "/ui/api/refusals", readerTok, 200, 0},
+		{"call token cannot read", "GET", "/ui/api/servers", callerTok, 403, auth.CodeInsufficientScope},
+		{"read token cannot act", "POST", "/ui/api/approve/cand", readerTok, 403, auth.CodeInsufficientScope},
+		{"no token cannot act", "POST", "/ui/api/approve/cand", "", 401, auth.CodeUnauthenticated},
+		{"admin acts", "POST", "/ui/api/approve/cand", adminTok, 200, 0},
+		{"approve is POST only", "GET", "/ui/api/approve/cand", adminTok, 405, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := e.do(t, c.method, c.path, c.token)
+			if resp.StatusCode != c.status {
+				t.Fatalf("%s %s = %d %s, want %d", c.method, c.path, resp.StatusCode, body, c.status)
+			}
+			if got := resp.Header.Get("Content-Security-Policy"); !strings.Contains(got, "default-src 'self'") ||
+				!strings.Contains(got, "frame-ancestors 'none'") || strings.Contains(got, "unsafe-inline") {
+				t.Errorf("Content-Security-Policy = %q", got)
+			}
+			if resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+				t.Errorf("headers %v", resp.Header)
+			}
+			if c.code != 0 {
+				var m struct {
+					Error struct {
+						Code    int    `json:"code"`
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				if err := json.Unmarshal([]byte(body), &m); err != nil || m.Error.Code != c.code {
+					t.Errorf("refusal body %s, want code %d", body, c.code)
+				}
+				if c.code == auth.CodeInsufficientScope && !strings.HasPrefix(m.Error.Message, "Token missing required scope: hangar:") {
+					t.Errorf("refusal message %q", m.Error.Message)
+				}
+			}
+		})
+	}
+}
+
+// A refused action is audited like any refused request, with who and
+// why; an approval is audited as the hangar_approve call it is.
+func TestActionsAudited(t *testing.T) {
+	t.Parallel()
+	e := newEndpoint(t, someServers)
+	if resp, body := e.do(t, "POST", "/ui/api/approve/cand", readerTok); resp.StatusCode != 403 {
+		t.Fatalf("reader approve = %d %s", resp.StatusCode, body)
+	}
+	es, err := e.audit.RecentAudit(t.Context(), "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) == 0 || es[0].Identity != "reader" || es[0].Allowed || es[0].Tool != "POST /ui/api/approve/cand" ||
+		!strings.Contains(es[0].Reason, auth.ScopeAdmin) {
+		t.Errorf("refusal audit = %+v", es)
+	}
+
+	resp, body := e.do(t, "POST", "/ui/api/approve/cand", adminTok)
+	if resp.StatusCode != 200 || !strings.Contains(body, "approved: registered") {
+		t.Fatalf("admin approve = %d %s", resp.StatusCode, body)
+	}
+	es, err = e.audit.RecentAudit(t.Context(), "cand", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Identity != "admin" || es[0].Tool != "hangar_approve" || !es[0].Allowed || es[0].Outcome != "ok" {
+		t.Errorf("approval audit = %+v", es)
+	}
+}
+
+// Strings the servers control (descriptions, errors, stderr) are shown
+// as text, never as markup.
+func TestFragmentsEscape(t *testing.T) {
+	t.Parallel()
+	e := newEndpoint(t, someServers)
+	for _, path := range []string{"/ui/api/servers", "/ui/api/server/math", "/ui/api/pending"} {
+		resp, body := e.do(t, "GET", path, readerTok)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s = %d", path, resp.StatusCode)
+		}
+		if strings.Contains(body, "<script") || strings.Contains(body, "<img") {
+			t.Errorf("%s renders server-controlled markup:\n%s", path, body)
+		}
+		if !strings.Contains(body, "&lt;script&gt;") {
+			t.Errorf("%s does not show the hostile string as text:\n%s", path, body)
+		}
+	}
+	_, body := e.do(t, "GET", "/ui/api/server/math", readerTok)
+	for _, want := range []string{"math__add", "mcp-hangar/math:dev", "boom ", "api.example.com:443"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("details fragment lacks %q:\n%s", want, body)
+		}
+	}
+	if resp, body := e.do(t, "GET", "/ui/api/server/nope", readerTok); resp.StatusCode != 200 || !strings.Contains(body, "No server named") {
+		t.Errorf("unknown server = %d %s", resp.StatusCode, body)
+	}
+}
+
+// The shell page has no inline script or style: the CSP would block it.
+func TestShellHasNoInlineCode(t *testing.T) {
+	t.Parallel()
+	e := newEndpoint(t, fakeViews{})
+	_, body := e.do(t, "GET", "/ui/", "")
+	if strings.Contains(body, "<script>") || strings.Contains(body, "<style") || strings.Contains(body, " style=") ||
+		strings.Contains(body, "onclick") || !strings.Contains(body, `<script src="/ui/app.js" defer></script>`) {
+		t.Errorf("shell page:\n%s", body)
+	}
+}
+
+// BenchmarkServerList renders the server list fragment of 100 servers.
+func BenchmarkServerList(b *testing.B) {
+	var views fakeViews
+	for i := range 100 {
+		views.servers = append(views.servers, readmodel.Summary{
+			ID: fmt.Sprintf("server-%03d", i), Source: "config", State: "ready", Health: "ok",
+			Calls: int64(i * 10), Errors: int64(i), CallsPerSecond: 1.5, MeanMs: 12.5,
+			LastError: "connection refused " + hostile, ImageDigest: "sha256:0123456789abcdef0123456789abcdef",
+		})
+	}
+	h := dashboard.New(views, nil, nil).Handler(func(_ string, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), auth.Local(auth.KindLocal))))
+		})
+	})
+	req := httptest.NewRequest("GET", "/ui/api/servers", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 || strings.Count(w.Body.String(), "<tr data-id=") != 100 {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
+	if per := b.Elapsed() / time.Duration(b.N); per > 200*time.Millisecond {
+		b.Fatalf("the list of 100 servers took %v to render, want under 200ms", per)
+	}
+}
+
+// BenchmarkServerListFromModel is the same fragment built from the read
+// model over a real catalog, provider manager and metrics registry of
+// 100 servers: the whole server-side cost of the list.
+func BenchmarkServerListFromModel(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := provider.NewManager(nil, provider.Options{Log: log})
+	g := gateway.New(config.Default(), mgr, nil, nil, log)
+	var specs []*config.Server
+	for i := range 100 {
+		specs = append(specs, &config.Server{ID: fmt.Sprintf("server-%03d", i), Mode: config.ModeRemote, Endpoint: fmt.Sprintf("http://127.0.0.1:%d/mcp", 10000+i)})
+	}
+	g.Catalog.Publish(context.Background(), catalog.SourceConfig, specs, "bench")
+	mt := metrics.New()
+	for i := range 100 {
+		for range 5 {
+			mt.CallDone(fmt.Sprintf("server-%03d", i), "add", "success", 10*time.Millisecond)
+		}
+	}
+	views := &readmodel.Model{Providers: mgr, Groups: g.Groups, Catalog: g.Catalog, Metrics: mt, Log: log}
+	h := dashboard.New(views, nil, nil).Handler(func(_ string, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), auth.Local(auth.KindLocal))))
+		})
+	})
+	req := httptest.NewRequest("GET", "/ui/api/servers", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 || strings.Count(w.Body.String(), "<tr data-id=") != 100 {
+			b.Fatalf("status %d:\n%s", w.Code, w.Body.String())
+		}
+	}
+	if per := b.Elapsed() / time.Duration(b.N); per > 200*time.Millisecond {
+		b.Fatalf("the list of 100 servers took %v to build and render, want under 200ms", per)
+	}
+}

@@ -1,0 +1,167 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mcp-hangar/hangar/internal/backend"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/group"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// Details is everything known of one server or group: the view behind
+// hangar_details, mcp/server/details and the dashboard's server page.
+type Details struct {
+	ID string
+	// Source is the catalog source the ID is served from ("" if none).
+	Source string
+	// Group is set for a group; the provider facts below are then empty.
+	Group *group.Status
+	// Provider is false when no provider or group serves the ID.
+	Provider bool
+	Snapshot provider.Snapshot
+	Spec     *config.Server
+	// Tools are the provider's tools now, after its tool policy; empty
+	// when it never listed them.
+	Tools []mcpconn.Tool
+	// StoredTools are the tools of the catalog kept from an earlier run,
+	// read only when Tools is empty.
+	StoredTools   []mcpconn.Tool
+	Policy        ToolsPolicy
+	Quarantine    *provider.Quarantine
+	Image         backend.ImageStatus
+	ShadowedClaim []Claim
+	// Audit holds the server's newest entries; AuditKnown is false when
+	// there is no audit trail or it could not be read.
+	Audit      []store.AuditEntry
+	AuditKnown bool
+	// FrontDoor is the front door's view of the server; nil without one.
+	FrontDoor map[string]any
+	Bindings  []Binding
+	// Resources, ResourceTemplates and Prompts are raw MCP JSON.
+	Resources         []json.RawMessage
+	ResourceTemplates []json.RawMessage
+	Prompts           []json.RawMessage
+	// Egress is the egress control's view; nil without one.
+	Egress any
+}
+
+// ToolsPolicy summarises a provider's tool allow/deny lists.
+type ToolsPolicy struct {
+	Type          string
+	HasAllowList  bool
+	HasDenyList   bool
+	FilteredCount int
+}
+
+// Claim is a claim on an ID that the catalog does not serve, and why.
+type Claim struct {
+	Source string
+	Reason string
+}
+
+// Served reports whether a provider or group serves the ID.
+func (d *Details) Served() bool { return d.Provider || d.Group != nil }
+
+// CatalogTools are the tools to show: the live ones, else the stored ones.
+func (d *Details) CatalogTools() []mcpconn.Tool {
+	if len(d.Tools) > 0 {
+		return d.Tools
+	}
+	return d.StoredTools
+}
+
+// Details builds the view of id; history bounds the audit entries and
+// bindings it holds. A server that nothing serves has only the facts of
+// the store (its audit, its stored catalog).
+func (m *Model) Details(ctx context.Context, id string, history int) *Details {
+	d := &Details{ID: id}
+	if m.Catalog != nil {
+		if e, ok := m.Catalog.Get(id); ok {
+			d.Source = string(e.Source)
+		}
+		d.ShadowedClaim = []Claim{}
+		for _, r := range m.Catalog.Refused() {
+			if r.ID == id {
+				d.ShadowedClaim = append(d.ShadowedClaim, Claim{Source: string(r.Source), Reason: r.Err.Error()})
+			}
+		}
+	}
+	if g, ok := m.group(id); ok {
+		st := g.Status()
+		d.Group = &st
+	} else if p, ok := m.provider(id); ok {
+		d.Provider = true
+		d.Snapshot = p.Snapshot()
+		d.Spec = p.Spec()
+		d.Tools = p.Tools()
+		pol := p.Policy()
+		d.Policy = ToolsPolicy{Type: pol.Type(), HasAllowList: pol.HasAllowList(), HasDenyList: pol.HasDenyList(), FilteredCount: p.FilteredCount()}
+		if q, ok := p.Quarantined(); ok {
+			d.Quarantine = &q
+		}
+		if m.Images != nil && d.Spec.Image != "" {
+			d.Image = m.Images.Status(id)
+		}
+	}
+	if len(d.Tools) == 0 && m.Stored != nil {
+		d.StoredTools = m.storedTools(ctx, id)
+	}
+	if m.Audit != nil {
+		es, err := m.Audit.RecentAudit(ctx, id, history)
+		if err == nil {
+			d.Audit, d.AuditKnown = es, true
+		} else {
+			m.log().Warn("audit not read", "mcp_server", id, "error", err)
+		}
+	}
+	if m.FrontDoor != nil {
+		d.FrontDoor = m.FrontDoor.Details(id)
+	}
+	if m.Bindings != nil {
+		d.Bindings = m.Bindings.RecentBindings(id, history)
+	}
+	if m.Extras != nil {
+		d.Resources, d.ResourceTemplates, d.Prompts = m.Extras(id)
+	}
+	if m.Egress != nil {
+		d.Egress = m.Egress(id)
+	}
+	return d
+}
+
+// storedTools are the tools of id's stored catalog, nil when none.
+func (m *Model) storedTools(ctx context.Context, id string) []mcpconn.Tool {
+	c, err := m.Stored.Catalog(ctx, id)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			m.log().Debug("stored catalog not read", "mcp_server", id, "error", err)
+		}
+		return nil
+	}
+	var cc struct {
+		Tools []mcpconn.Tool `json:"tools"`
+	}
+	if json.Unmarshal(c.Catalog, &cc) != nil {
+		return nil
+	}
+	return cc.Tools
+}
+
+func (m *Model) group(id string) (*group.Group, bool) {
+	if m.Groups == nil {
+		return nil, false
+	}
+	return m.Groups.Get(id)
+}
+
+func (m *Model) provider(id string) (*provider.Provider, bool) {
+	if m.Providers == nil {
+		return nil, false
+	}
+	return m.Providers.Get(id)
+}

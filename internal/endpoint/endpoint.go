@@ -6,8 +6,9 @@
 //	origin     Origin header allow-list (DNS rebinding)          CheckOrigin
 //	auth       token or JWT → identity, scopes, rate limit        auth.HTTP
 //	envelope   body read once, bounded; JSON-RPC shape checked    CheckEnvelope
-//	stages     trace context, scope guard, stream holds, 2026-07-28
-//	           cancellation and roots (given by the gateway)      Parts.Stages
+//	stages     trace context, scope guard (Guard), stream holds
+//	           (HoldStreams), 2026-07-28 cancellation (Inflight) and
+//	           roots, in the order the gateway gives them        Parts.Stages
 //	routes     the table below, first row that serves wins        Table
 //
 // The table (Table.Rows, built by the gateway, see gateway.Routes):

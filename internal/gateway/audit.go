@@ -147,7 +147,7 @@ func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool st
 // was.
 func (g *Gateway) refusedCall(ctx context.Context, req mcp.CallToolRequest, e *store.AuditEntry) bool {
 	id := auth.Caller(ctx)
-	if ae := checkTool(id, req.Params.Name, req.Params.Arguments); ae != nil {
+	if ae := auth.CheckTool(id, req.Params.Name, req.Params.Arguments); ae != nil {
 		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, forbiddenReason(ae)
 		if strings.HasPrefix(req.Params.Name, "hangar_") {
 			e.Server = refusedTarget(id, req.Params.Name, req.Params.Arguments)
@@ -178,7 +178,7 @@ func forbiddenReason(e *auth.Error) string { return ReasonForbidden + ": " + e.M
 
 // auditGuard records a request the scope guard refused (403): the method,
 // and for tools/call the tool and the target that was refused.
-func (g *Gateway) auditGuard(ctx context.Context, env envelope, e *auth.Error) {
+func (g *Gateway) auditGuard(ctx context.Context, env endpoint.Checked, e *auth.Error) {
 	entry := store.AuditEntry{Action: env.Method, Outcome: OutcomeDenied, Reason: forbiddenReason(e)}
 	if env.Method == string(mcp.MethodToolsCall) {
 		entry.Action, entry.Tool = ActionToolCall, env.Params.Name
@@ -195,7 +195,7 @@ func (g *Gateway) auditGuard(ctx context.Context, env envelope, e *auth.Error) {
 // refusedTarget names the target of a hangar_* call the audit shows: the
 // first one outside the caller's servers, else the one the tool acts on.
 func refusedTarget(id auth.Identity, tool string, args any) string {
-	for _, t := range targetsOf(args) {
+	for _, t := range auth.Targets(args) {
 		if !id.MayReach(t) {
 			return t
 		}

@@ -14,7 +14,7 @@ import (
 
 // tools/call run directly.
 //
-// For one tools/call mcp-go decodes the message six times (its envelope,
+// For one tools/call mcp-go decodes the message six times (its endpoint.Checked,
 // the protocol era, _meta twice, the tool name for the header check, the
 // request itself), re-serialises and decodes the tool's whole input schema
 // to look for x-mcp-header bindings, starts a goroutine to forward

@@ -64,7 +64,7 @@ func listRequest(version string) *http.Request {
 }
 
 // BenchmarkFrontDoorToolsListHTTP is the same list on the stateless
-// protocol through the gateway's whole HTTP handler (auth, envelope, guard,
+// protocol through the gateway's whole HTTP handler (auth, endpoint.Checked, guard,
 // sessions, the listing of frontdoor_listing.go), as figure 9 of the bench
 // sends it. On a loaded 2-core machine mcp-go's own path took 16-25 ms
 // and 17,800 allocations here, the listing 1.0-1.3 ms (mostly the

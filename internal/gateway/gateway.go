@@ -5,7 +5,7 @@
 // internal/endpoint's pipeline, this package's stages and routing rows,
 // and the front door.
 //
-// Where a request goes: internal/endpoint (origin, auth, envelope,
+// Where a request goes: internal/endpoint (origin, auth, endpoint.Checked,
 // sessions, routing table) → gateway (scope guard, direct call, mcp-go's
 // tool handlers, hangar_* tools) → internal/frontdoor (callable names,
 // listing, search) and internal/relay (progress, sampling, elicitation,

@@ -46,8 +46,8 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 		g.traceRequests,
 		// The scope guard refuses before any session is looked up or
 		// created.
-		func(next http.Handler) http.Handler { return guard(o.Auth, g.toolServer, g.auditGuard, next) },
-		func(next http.Handler) http.Handler { return holdStreams(o.Auth, next) },
+		func(next http.Handler) http.Handler { return endpoint.Guard(o.Auth, g.toolServer, g.auditGuard, next) },
+		func(next http.Handler) http.Handler { return endpoint.HoldStreams(o.Auth, next) },
 		relay.RootsParams,
 		(&endpoint.Inflight{}).Middleware, // 2026-07-28 notifications, and the requests they cancel
 	}
@@ -62,7 +62,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 			wrapped.ServeHTTP(w, r)
 			return true
 		}})
-		p.Mounts["/events"] = o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, holdStreams(o.Auth, m.Events())))
+		p.Mounts["/events"] = o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, endpoint.HoldStreams(o.Auth, m.Events())))
 	}
 	if g.FrontDoor != nil {
 		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "resources/read of a withheld resource", Serve: g.unservedResource})

@@ -1,8 +1,6 @@
-package gateway
+package endpoint
 
 import (
-	"encoding/json"
-	"slices"
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
@@ -30,29 +28,5 @@ func TestUnlimited(t *testing.T) {
 				t.Errorf("unlimited = %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-// The guard reads a call's targets as the tool does: keys exactly, every
-// target key, every name of a list.
-func TestRawTargets(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		raw  string
-		want []string
-	}{
-		{`{"mcp_server":"a"}`, []string{"a"}},
-		{`{"group":"g","mcp_server":"a"}`, []string{"a", "g"}},
-		{`{"mcp_servers":" a, b ,,c"}`, []string{"a", "b", "c"}},
-		{`{"mcp_server":"secret","Mcp_Server":"a"}`, []string{"secret"}},
-		{`{"MCP_SERVER":"a"}`, nil},
-		{`{"mcp_server":7}`, nil},
-		{`{"calls":[{"mcp_server":"x"}]}`, nil},
-		{`not json`, nil},
-	}
-	for _, tt := range tests {
-		if got := rawTargets(json.RawMessage(tt.raw)); !slices.Equal(got, tt.want) {
-			t.Errorf("rawTargets(%s) = %v, want %v", tt.raw, got, tt.want)
-		}
 	}
 }

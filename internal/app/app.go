@@ -232,7 +232,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	}
 	// Provider quarantines (tools or image changed) are kept in the store
 	// and restored into each provider as it is registered.
-	quarantines, err := gateway.LoadQuarantines(ctx, a.Store)
+	quarantines, err := pin.LoadQuarantines(ctx, a.Store)
 	if err != nil {
 		log.Error("provider quarantines not restored", "error", err)
 	}

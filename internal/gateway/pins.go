@@ -119,3 +119,16 @@ func (g *Gateway) forgetPins(ctx context.Context, server string) {
 		g.logFrom(ctx).Warn("tool pins not cleared on approval", telemetry.FieldServer, server, telemetry.FieldError, err)
 	}
 }
+
+// withheld reports whether nothing of server is served to agents now: a
+// quarantined provider (its tools, resources, templates, prompts,
+// completions and resource updates) or one the management policy
+// disabled. The front door asks it per request.
+func (g *Gateway) withheld(server string) bool {
+	if p, ok := g.Providers.Get(server); ok {
+		if _, q := p.Quarantined(); q {
+			return true
+		}
+	}
+	return g.refused(server) != nil
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -89,7 +90,7 @@ func (g *imageGate) Approve(_ context.Context, s *config.Server) error {
 // their quarantines in db, as after a restart over the same store.
 func newQuarantineHarness(t *testing.T, gate *imageGate, db *fakeDecisions, servers ...*config.Server) *harness {
 	t.Helper()
-	qs, err := gateway.LoadQuarantines(t.Context(), db)
+	qs, err := pin.LoadQuarantines(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -102,7 +103,7 @@ func newScopeGateway(t *testing.T, tune func(*config.Config, *gateway.Gateway)) 
 	_ = db.PutDecision(t.Context(), store.Decision{Key: "q", Kind: store.DecisionQuarantined,
 		Fingerprint: store.ProviderQuarantineFingerprint("example/q"), Reason: provider.ReasonToolSchemaChanged,
 		Detail: "echo_raw: description changed", At: time.Now().UTC()})
-	qs, err := gateway.LoadQuarantines(t.Context(), db)
+	qs, err := pin.LoadQuarantines(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

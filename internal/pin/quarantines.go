@@ -1,4 +1,4 @@
-package gateway
+package pin
 
 import (
 	"context"
@@ -85,17 +85,4 @@ func (q *Quarantines) Lift(ctx context.Context, server string) error {
 	delete(q.records, server)
 	q.mu.Unlock()
 	return nil
-}
-
-// withheld reports whether nothing of server is served to agents now: a
-// quarantined provider (its tools, resources, templates, prompts,
-// completions and resource updates) or one the management policy
-// disabled. The front door asks it per request.
-func (g *Gateway) withheld(server string) bool {
-	if p, ok := g.Providers.Get(server); ok {
-		if _, q := p.Quarantined(); q {
-			return true
-		}
-	}
-	return g.refused(server) != nil
 }

@@ -3,12 +3,14 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/discovery"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -65,14 +67,30 @@ func (a *App) startDiscovery(ctx context.Context, launcher provider.Launcher) er
 	if err != nil {
 		return err
 	}
+	// What a check reads goes to the front door: an approved candidate is
+	// listed from it, not started again to learn the same tools.
+	learned := func(ctx context.Context, spec *config.Server, tools []mcpconn.Tool, b frontdoor.Lister) {
+		if fd := a.Gateway.FrontDoor; fd != nil {
+			fd.Learned(ctx, spec, tools, b)
+		}
+	}
 	check := func(ctx context.Context, spec *config.Server) error {
 		if spec.Mode == config.ModeRemote && spec.Transport == config.TransportHTTP {
-			return handshake(ctx, spec)
+			return handshake(ctx, spec, learned)
 		}
 		p := provider.New(spec, launcher, provider.Options{Log: a.Log})
 		defer func() { _ = p.Retire(context.WithoutCancel(ctx), "discovery_health_check", false) }()
-		_, err := p.Start(ctx)
-		return err
+		if _, err := p.Start(ctx); err != nil {
+			return err
+		}
+		tools := p.Tools()
+		if err := p.ExtrasIfRunning(ctx, func(ctx context.Context, b provider.Extras) error {
+			learned(ctx, spec, tools, b)
+			return nil
+		}); errors.Is(err, provider.ErrNoExtras) {
+			learned(ctx, spec, tools, nil)
+		}
+		return nil
 	}
 	svc := discovery.New(cfg, discoveryClaims{a.Gateway.Catalog}, check, store, a.Log.With("component", "discovery"), srcs...)
 	svc.OnScan = func(r discovery.ScanResult) { a.Metrics.DiscoveryScan(r.Duration, r.ErrorCount) }
@@ -84,7 +102,7 @@ func (a *App) startDiscovery(ctx context.Context, launcher provider.Launcher) er
 
 // handshake checks an HTTP candidate where its labels say it listens: an
 // MCP handshake and tools/list, nothing started or attached.
-func handshake(ctx context.Context, spec *config.Server) error {
+func handshake(ctx context.Context, spec *config.Server, learned func(context.Context, *config.Server, []mcpconn.Tool, frontdoor.Lister)) error {
 	tr, err := mcpconn.HTTP(spec.Endpoint, spec.Headers, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", spec.Endpoint, err)
@@ -94,8 +112,10 @@ func handshake(ctx context.Context, spec *config.Server) error {
 		return fmt.Errorf("mcp handshake with %s: %w", spec.Endpoint, err)
 	}
 	defer func() { _ = conn.Close() }()
-	if _, err := conn.ListTools(ctx); err != nil {
+	tools, err := conn.ListTools(ctx)
+	if err != nil {
 		return fmt.Errorf("tools/list at %s: %w", spec.Endpoint, err)
 	}
+	learned(ctx, spec, tools, conn)
 	return nil
 }

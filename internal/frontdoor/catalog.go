@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/redact"
 	"github.com/mcp-hangar/hangar/internal/store"
+	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // A server's catalog is known without starting it when it ran before: the
@@ -119,4 +120,42 @@ func CatalogSaver(st store.Catalogs, providers *provider.Manager) func(ctx conte
 		}
 		return saveCatalog(ctx, st, server, toolCatalog{Version: mcpconn.CatalogVersion(tools), Image: imageOf(spec), Tools: tools}, nil)
 	}
+}
+
+// Learned takes a catalog read elsewhere as spec's known one: a discovery
+// health check that has just run the server's handshake and tools/list
+// (and, when b is not nil, can list its resources and prompts) hands it
+// over, so that once the server is approved the front door lists it
+// without starting it again. It is kept as a run's catalog is: in memory
+// and in the store, tied to the image (or endpoint) it came from.
+func (f *FrontDoor) Learned(ctx context.Context, spec *config.Server, tools []mcpconn.Tool, b Lister) {
+	if spec == nil || len(tools) == 0 {
+		return
+	}
+	c := toolCatalog{Version: mcpconn.CatalogVersion(tools), Image: imageOf(spec), Tools: tools}
+	var xp *extras
+	if b != nil {
+		xctx, cancel := context.WithTimeout(ctx, extrasTimeout)
+		x, err := readExtras(xctx, b)
+		cancel()
+		switch {
+		case err == nil:
+			x.Image = c.Image
+			xp = &x
+		case !errors.Is(err, provider.ErrNoExtras):
+			f.log.Warn("resources and prompts not read", telemetry.FieldServer, spec.ID, telemetry.FieldError, err)
+		}
+	}
+	f.refreshMu.Lock()
+	f.cache[spec.ID] = c
+	f.refreshMu.Unlock()
+	if xp != nil {
+		f.extrasMu.Lock()
+		f.extras[spec.ID] = *xp
+		f.extrasMu.Unlock()
+	}
+	if err := saveCatalog(ctx, f.Catalogs, spec.ID, c, xp); err != nil {
+		f.log.Warn("catalog not stored", telemetry.FieldServer, spec.ID, telemetry.FieldError, err)
+	}
+	f.Kick()
 }

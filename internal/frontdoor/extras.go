@@ -69,16 +69,8 @@ func (f *FrontDoor) fetchExtras(ctx context.Context, id string) bool {
 	var x extras
 	err := f.src.Extras(ctx, id, false, func(ctx context.Context, b provider.Extras) error {
 		var err error
-		if x.Resources, err = b.ListAll(ctx, mcpconn.KindResources); err != nil {
-			return fmt.Errorf("resources/list: %w", err)
-		}
-		if x.Templates, err = b.ListAll(ctx, mcpconn.KindResourceTemplates); err != nil {
-			return fmt.Errorf("resources/templates/list: %w", err)
-		}
-		if x.Prompts, err = b.ListAll(ctx, mcpconn.KindPrompts); err != nil {
-			return fmt.Errorf("prompts/list: %w", err)
-		}
-		return nil
+		x, err = readExtras(ctx, b)
+		return err
 	})
 	switch {
 	case errors.Is(err, provider.ErrNotRunning):
@@ -459,4 +451,26 @@ func (f *FrontDoor) extrasDetails(server string) map[string]any {
 	}
 	shadowed := append([]string{}, f.view.shadowed[server]...)
 	return map[string]any{"resources": resources, "shadowed": shadowed, "prompts": prompts}
+}
+
+// Lister lists a running server's resources, resource templates or
+// prompts (provider.Extras, an mcpconn.Conn).
+type Lister interface {
+	ListAll(ctx context.Context, kind string) ([]json.RawMessage, error)
+}
+
+// readExtras lists b's resources, resource templates and prompts.
+func readExtras(ctx context.Context, b Lister) (extras, error) {
+	var x extras
+	var err error
+	if x.Resources, err = b.ListAll(ctx, mcpconn.KindResources); err != nil {
+		return x, fmt.Errorf("resources/list: %w", err)
+	}
+	if x.Templates, err = b.ListAll(ctx, mcpconn.KindResourceTemplates); err != nil {
+		return x, fmt.Errorf("resources/templates/list: %w", err)
+	}
+	if x.Prompts, err = b.ListAll(ctx, mcpconn.KindPrompts); err != nil {
+		return x, fmt.Errorf("prompts/list: %w", err)
+	}
+	return x, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -568,6 +569,30 @@ func TestFrontDoorHearsProviders(t *testing.T) {
 	waitFor(t, "the started provider's tools listed", func() bool {
 		return len(providerNames(toolList(t, t.Context(), h.srv))) == len(providerTools)
 	})
+}
+
+// TestFrontDoorLearned: a catalog a discovery health check read is the
+// one listed; the front door does not start the server again to learn it
+// (with prefetch on, an unknown catalog would start it: TestFrontDoorPrefetch).
+func TestFrontDoorLearned(t *testing.T) {
+	t.Parallel()
+	a := server("a")
+	h := newFrontDoor(t, nil, nil, func(c *config.Config) { c.FrontDoor.Prefetch = true }, a)
+	var tools []mcpconn.Tool
+	for _, n := range providerTools {
+		tools = append(tools, mcpconn.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	h.g.FrontDoor.Learned(t.Context(), a, tools, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { h.g.FrontDoor.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the learned catalog listed", func() bool {
+		return len(providerNames(toolList(t, t.Context(), h.srv))) == len(providerTools)
+	})
+	if n := h.l.count("a"); n != 0 {
+		t.Errorf("started %d times to learn a catalog it was given", n)
+	}
 }
 
 // TestFrontDoorResourcesAndPrompts: a running provider's resources keep

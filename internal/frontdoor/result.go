@@ -11,8 +11,9 @@ import (
 // integers in _meta into floats and drops content types it does not know;
 // so each part is carried as raw JSON through the types mcp-go marshals.
 
-// rawContent is one content item kept as its raw JSON. Embedding the
-// interface makes it an mcp.Content (whose method set is closed).
+// rawContent is one content item kept as its raw JSON, never decoded:
+// it only goes out. Embedding the interface (nil) makes it an mcp.Content,
+// whose method set is closed and never called.
 type rawContent struct {
 	mcp.Content
 	raw json.RawMessage
@@ -21,7 +22,8 @@ type rawContent struct {
 func (c rawContent) MarshalJSON() ([]byte, error) { return c.raw, nil }
 
 // rawResult turns a raw tools/call result into a CallToolResult that
-// encodes to the same JSON, field by field.
+// encodes to the same JSON, field by field. It is the one decode of a
+// forwarded result (mcpconn hands the client a stand-in, tap.go).
 func rawResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var fields struct {
 		Meta              json.RawMessage   `json:"_meta"`
@@ -34,12 +36,7 @@ func rawResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	}
 	res := &mcp.CallToolResult{IsError: fields.IsError, Content: make([]mcp.Content, 0, len(fields.Content))}
 	for _, c := range fields.Content {
-		// The decoded form serves in-process readers; the raw form goes out.
-		decoded, err := mcp.UnmarshalContent(c)
-		if err != nil {
-			decoded = nil
-		}
-		res.Content = append(res.Content, rawContent{Content: decoded, raw: c})
+		res.Content = append(res.Content, rawContent{raw: c})
 	}
 	if len(fields.StructuredContent) > 0 && string(fields.StructuredContent) != "null" {
 		res.RawStructuredContent = fields.StructuredContent

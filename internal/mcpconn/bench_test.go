@@ -1,6 +1,8 @@
 package mcpconn_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -20,6 +22,27 @@ func BenchmarkCallToolStdio(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.CallTool(b.Context(), "echo", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallToolStdioRaw is BenchmarkCallToolStdio for a caller that
+// forwards the raw result (the front door), with a result of about 8 KiB.
+func BenchmarkCallToolStdioRaw(b *testing.B) {
+	s := &rpcServer{}
+	stdout, stdin := s.startB(b)
+	c, err := mcpconn.Connect(b.Context(), mcpconn.Stdio(stdout, stdin), mcpconn.ProtocolLegacy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	args := map[string]any{"text": strings.Repeat("lorem ipsum ", 700)}
+	var raw json.RawMessage
+	ctx := mcpconn.WithCallOptions(b.Context(), &mcpconn.CallOptions{Raw: &raw})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.CallTool(ctx, "echo", args); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -356,3 +356,40 @@ func TestExtrasWithoutCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestCallToolRawDecodedOnce: a caller that forwards the raw result (the
+// front door) gets it whole, and the client decodes only a stand-in that
+// keeps isError: a result is decoded once, by the caller.
+func TestCallToolRawDecodedOnce(t *testing.T) {
+	t.Parallel()
+	c, err := connect(t, &rpcServer{}, mcpconn.ProtocolLegacy)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	for _, tc := range []struct {
+		tool    string
+		want    string
+		isError bool
+	}{
+		{"echo", `{\"i\":1}`, false},
+		{"oops", "tool broke", true},
+	} {
+		var raw json.RawMessage
+		ctx := mcpconn.WithCallOptions(t.Context(), &mcpconn.CallOptions{Raw: &raw})
+		res, err := c.CallTool(ctx, tc.tool, map[string]any{"i": 1})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		if !strings.Contains(string(raw), tc.want) {
+			t.Errorf("%s: raw result %s lacks %s", tc.tool, raw, tc.want)
+		}
+		if len(res.Content) != 0 || res.IsError != tc.isError {
+			t.Errorf("%s: the client decoded %+v, want the stand-in (no content, isError %v)", tc.tool, res, tc.isError)
+		}
+	}
+	// Without a raw sink the client's result is the whole one.
+	res, err := c.CallTool(t.Context(), "echo", map[string]any{"i": 2})
+	if err != nil || len(res.Content) != 1 {
+		t.Errorf("plain call: %+v, %v", res, err)
+	}
+}

@@ -28,15 +28,52 @@ type tapState struct {
 }
 
 func (s *tapState) observe(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) {
+	s.observeCall(ctx, req, resp, err, true)
+}
+
+// observeCall is observe; mayStandIn is false when the client's decoded
+// result is the one forwarded (big texts read aside, lines.go).
+func (s *tapState) observeCall(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error, mayStandIn bool) {
 	if err != nil || resp == nil {
 		return
 	}
 	if req.Method == "initialize" && resp.Error != nil {
 		s.initRejected.Store(true)
 	}
-	if sink, ok := ctx.Value(rawSinkKey{}).(*json.RawMessage); ok && resp.Error == nil {
-		*sink = append((*sink)[:0], resp.Result...)
+	sink, ok := ctx.Value(rawSinkKey{}).(*json.RawMessage)
+	if !ok || resp.Error != nil {
+		return
 	}
+	// The transport decoded the response into a buffer of its own: the
+	// caller may keep it.
+	*sink = resp.Result
+	if req.Method == string(mcp.MethodToolsCall) && mayStandIn {
+		// The caller forwards the raw result and decodes it itself: the
+		// client is handed a stand-in that says only whether it is a tool
+		// error, so a large result is decoded once, not twice.
+		resp.Result = standIn(resp.Result)
+	}
+}
+
+// Stand-ins for a tools/call result whose raw form the caller uses.
+var (
+	standInResult    = json.RawMessage(`{"content":[]}`)
+	standInToolError = json.RawMessage(`{"content":[],"isError":true}`)
+)
+
+// standIn is the stand-in for raw: it scans raw for isError (encoding/json
+// skips every other field without building it).
+func standIn(raw json.RawMessage) json.RawMessage {
+	var f struct {
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return raw // the client reports what it cannot decode
+	}
+	if f.IsError {
+		return standInToolError
+	}
+	return standInResult
 }
 
 // One wrapper per concrete transport, so that the optional interfaces the
@@ -62,7 +99,7 @@ func (t *stdioTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest
 	if sink, ok := ctx.Value(spillSinkKey{}).(*[]string); ok {
 		*sink = spilled
 	}
-	t.observe(ctx, req, resp, err)
+	t.observeCall(ctx, req, resp, err, len(spilled) == 0)
 	return resp, err
 }
 

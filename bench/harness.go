@@ -100,6 +100,12 @@ type Gateway struct {
 // StartGateway writes yaml to a file and runs the gateway on it under a new
 // instance name, returning once /healthz answers.
 func (b *Bench) StartGateway(name, yaml string) (*Gateway, error) {
+	return b.startGateway(name, yaml, b.Owner(name), nil)
+}
+
+// startGateway is StartGateway under instance, with the extra flags args
+// gives for the gateway's URL (nil: none).
+func (b *Bench) startGateway(name, yaml, instance string, args func(url string) []string) (*Gateway, error) {
 	cfg, err := config.Parse([]byte(yaml), nil)
 	if err != nil {
 		return nil, fmt.Errorf("gateway %s: generated config is invalid: %w", name, err)
@@ -118,7 +124,7 @@ func (b *Bench) StartGateway(name, yaml string) (*Gateway, error) {
 	}
 	g := &Gateway{
 		Name:     name,
-		Instance: b.Owner(name),
+		Instance: instance,
 		URL:      "http://127.0.0.1:" + strconv.Itoa(port),
 		Config:   cfg,
 		LogPath:  filepath.Join(dir, "gateway.log"),
@@ -129,7 +135,11 @@ func (b *Bench) StartGateway(name, yaml string) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.cmd = exec.Command(b.bin, "serve", "--config", cfgPath, "--listen", "127.0.0.1:"+strconv.Itoa(port), "--instance", g.Instance)
+	argv := []string{"serve", "--config", cfgPath, "--listen", "127.0.0.1:" + strconv.Itoa(port), "--instance", g.Instance}
+	if args != nil {
+		argv = append(argv, args(g.URL)...)
+	}
+	g.cmd = exec.Command(b.bin, argv...)
 	g.cmd.Stdout, g.cmd.Stderr = logf, logf
 	// Its own process group keeps a terminal's Ctrl-C away from it: the
 	// bench stops it in order during cleanup. If the bench dies without

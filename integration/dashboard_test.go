@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,8 @@ func eval(t *testing.T, ctx context.Context, expr string) string {
 
 // An operator logs in with a link, sees the servers, approves a
 // discovered candidate and sees it served without a reload (the page
-// follows /events); a read-only token's approval is refused and shown.
+// follows /events); a read-only token's approval is refused and shown;
+// the operator rejects the other candidate and sees it quarantined.
 func TestDashboardInBrowser(t *testing.T) {
 	exe := chromium(t)
 	cli := discClient(t)
@@ -201,10 +203,44 @@ data_dir: %s
 	if !strings.Contains(notice, "Token missing required scope: hangar:admin") || !strings.Contains(notice, fmt.Sprint(auth.CodeInsufficientScope)) {
 		t.Errorf("refusal notice %q", notice)
 	}
+	stillPending := false
 	for _, p := range g.App.Gateway.Discovery.Pending() {
-		if p.Name == refused {
-			return // still pending: nothing was approved
-		}
+		stillPending = stillPending || p.Name == refused
 	}
-	t.Errorf("%s is no longer pending after a refused approval", refused)
+	if !stillPending {
+		t.Fatalf("%s is no longer pending after a refused approval", refused)
+	}
+
+	// The admin rejects it: the row moves to the quarantine list, on the
+	// same page, when /events tells of the move.
+	events2 := eval(t, admin, `document.getElementById("live").dataset.events || "0"`)
+	quarantinedRow := chromedp.CSS(fmt.Sprintf(`#pending-table tr[data-id=%q][data-kind="quarantined"]`, refused))
+	if err := within(admin, 30*time.Second,
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-reject=%q]`, refused))),
+		chromedp.WaitVisible(quarantinedRow),
+	); err != nil {
+		t.Fatalf("the rejected candidate is not shown as quarantined: %v", err)
+	}
+	rctx, rcancel := context.WithTimeout(admin, 10*time.Second)
+	defer rcancel()
+	rowText, err := chromedp.Run(rctx, chromedp.Text(quarantinedRow))
+	if err != nil {
+		t.Fatalf("read the quarantined row: %v", err)
+	}
+	if !strings.Contains(rowText, "rejected by operator admin") {
+		t.Errorf("quarantined row %q lacks the rejection's reason", rowText)
+	}
+	if eval(t, admin, `window.hangarMarker || ""`) != "same page" {
+		t.Error("the page was reloaded")
+	}
+	if eval(t, admin, `document.getElementById("live").dataset.events || "0"`) == events2 {
+		t.Error("no event read from /events, yet the view changed")
+	}
+	var q []string
+	for _, e := range g.App.Gateway.Discovery.Quarantined() {
+		q = append(q, e.Name+": "+e.Reason)
+	}
+	if !slices.Contains(q, refused+": rejected by operator admin") {
+		t.Errorf("quarantine = %v, want %s rejected by admin", q, refused)
+	}
 }

@@ -94,6 +94,9 @@ func (a *App) startDiscovery(ctx context.Context, launcher provider.Launcher) er
 	}
 	svc := discovery.New(cfg, discoveryClaims{a.Gateway.Catalog}, check, store, a.Log.With("component", "discovery"), srcs...)
 	svc.OnScan = func(r discovery.ScanResult) { a.Metrics.DiscoveryScan(r.Duration, r.ErrorCount) }
+	// The pending and quarantine lists are not in the catalog: their
+	// readers (the dashboard) hear of them on /events this way.
+	svc.OnChange = func(names []string) { a.Manage.DiscoveryChanged(ctx, names) }
 	a.discovery = svc
 	a.Gateway.Discovery = svc
 	svc.Start(ctx)

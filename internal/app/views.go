@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/mcp-hangar/hangar/internal/dashboard"
@@ -35,6 +36,19 @@ func (a *App) wireViews() {
 	a.Gateway.Views = m
 	a.Manage.Views = m
 	a.Dashboard = dashboard.New(m, a.MCP, a.Log.With("component", "dashboard"))
+	a.Dashboard.Decisions = discoveryDecisions{a}
+	a.Dashboard.Audit = a.Gateway.RecordAudit
+}
+
+// discoveryDecisions is the dashboard's Reject: the discovery service's,
+// dashboard.ErrDiscoveryOff when discovery is off.
+type discoveryDecisions struct{ a *App }
+
+func (d discoveryDecisions) Reject(ctx context.Context, name, by string) (discovery.QuarantineEntry, error) {
+	if s := d.a.discovery; s != nil {
+		return s.Reject(ctx, name, by)
+	}
+	return discovery.QuarantineEntry{}, dashboard.ErrDiscoveryOff
 }
 
 // frontDoorView is the front door's part of the read model; none in

@@ -1,9 +1,12 @@
 // Package dashboard is the gateway's web UI at /ui/. In the data flow it
 // is one of the read model's faces, beside the hangar_* tools and mcp/*:
-// every page is a server-rendered HTML fragment of a readmodel view, and
-// its one action (Approve) is a call of the hangar_approve tool through
-// the gateway's MCP server, so that it is authorized and audited on the
-// same path as the tool.
+// every page is a server-rendered HTML fragment of a readmodel view.
+// Approve is a call of the hangar_approve tool through the gateway's MCP
+// server, so that it is authorized and audited on the same path as the
+// tool. Reject has no tool (seed 001's are fixed) and no mcp/* method
+// (seed 003 decides nothing about discovered servers): it calls the
+// discovery service (Decisions) behind the same hangar:admin guard and
+// writes its own entry in the gateway's audit trail.
 //
 // The shell page and its script are static and need no credential: a
 // browser navigation cannot carry the Authorization header, and a token
@@ -19,6 +22,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -27,6 +31,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -51,6 +56,21 @@ type Tools interface {
 	HandleMessage(ctx context.Context, message json.RawMessage) mcp.JSONRPCMessage
 }
 
+// Decisions are the discovery decisions the dashboard makes itself:
+// *discovery.Service's.
+type Decisions interface {
+	Reject(ctx context.Context, name, by string) (discovery.QuarantineEntry, error)
+}
+
+var _ Decisions = (*discovery.Service)(nil)
+
+// ErrDiscoveryOff is a Decisions' answer when discovery is off.
+var ErrDiscoveryOff = errors.New("discovery is not configured")
+
+// Audit records one entry in the gateway's audit trail
+// (Gateway.RecordAudit: the log line, the store, the refusal metric).
+type Audit = func(ctx context.Context, e store.AuditEntry)
+
 // Guard wraps a data route with the endpoint's authentication and a
 // required scope; a refusal is answered (401, 403) and audited there.
 type Guard = func(scope string, next http.Handler) http.Handler
@@ -61,6 +81,11 @@ type Dashboard struct {
 	tools Tools
 	log   *slog.Logger
 	pages *template.Template
+
+	// Decisions and Audit, both set before Handler, enable Reject: an
+	// action nobody audits is not offered.
+	Decisions Decisions
+	Audit     Audit
 }
 
 // History is how many audit entries and bindings a server page shows,
@@ -98,6 +123,7 @@ func (d *Dashboard) Handler(guard Guard) http.Handler {
 	mux.Handle("GET /ui/api/installs", read(d.installs))
 	mux.Handle("GET /ui/api/refusals", read(d.refusals))
 	mux.Handle("POST /ui/api/approve/{id}", guard(auth.ScopeAdmin, noStore(http.HandlerFunc(d.approve))))
+	mux.Handle("POST /ui/api/reject/{id}", guard(auth.ScopeAdmin, noStore(http.HandlerFunc(d.reject))))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", contentSecurity)

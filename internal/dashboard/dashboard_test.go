@@ -31,6 +31,8 @@ const (
 	adminTok  = "hgr_dash-admin-0123456789ab"
 	readerTok = "hgr_dash-reader-0123456789a"
 	callerTok = "hgr_dash-caller-0123456789a"
+	// limitedTok is an admin of the servers named mine*.
+	limitedTok = "hgr_dash-limited-012345678"
 )
 
 // hostile is a server-controlled string: a tool description, an error.
@@ -65,7 +67,10 @@ func (fakeViews) Details(_ context.Context, id string, _ int) *readmodel.Details
 }
 
 func (fakeViews) Candidates(keep func(string) bool) []readmodel.Candidate {
-	return []readmodel.Candidate{{Name: "cand", Kind: readmodel.KindPending, Source: "docker", Reason: hostile}}
+	return []readmodel.Candidate{
+		{Name: "cand", Kind: readmodel.KindPending, Source: "docker", Reason: hostile},
+		{Name: "q", Kind: readmodel.KindQuarantined, Source: "docker", Reason: "rejected by operator admin"},
+	}
 }
 
 func (fakeViews) InstalledServers(context.Context, func(string) bool) ([]readmodel.Install, error) {
@@ -85,6 +90,20 @@ func (fakeDiscovery) Quarantined() []discovery.QuarantineEntry  { return nil }
 func (fakeDiscovery) Sources() []discovery.SourceStatus         { return nil }
 func (fakeDiscovery) Approve(_ context.Context, name string) discovery.ApproveResult {
 	return discovery.ApproveResult{Approved: true, Server: name, Status: "registered"}
+}
+
+// fakeDecisions rejects "cand"; "quar" is quarantined already; every
+// other name is unknown.
+type fakeDecisions struct{}
+
+func (fakeDecisions) Reject(_ context.Context, name, by string) (discovery.QuarantineEntry, error) {
+	switch name {
+	case "cand":
+		return discovery.QuarantineEntry{Name: name, Source: "docker", Reason: discovery.ReasonRejected + by}, nil
+	case "quar":
+		return discovery.QuarantineEntry{}, fmt.Errorf("%w: %s", discovery.ErrAlreadyQuarantined, name)
+	}
+	return discovery.QuarantineEntry{}, fmt.Errorf("%w: %s", discovery.ErrNotFound, name)
 }
 
 type testEndpoint struct {
@@ -112,9 +131,11 @@ func newEndpoint(t *testing.T, views dashboard.Views) *testEndpoint {
 		{Name: "admin", SHA256: sha256.Sum256([]byte(adminTok)), Scopes: auth.AllScopes},
 		{Name: "reader", SHA256: sha256.Sum256([]byte(readerTok)), Scopes: []string{auth.ScopeRead}},
 		{Name: "caller", SHA256: sha256.Sum256([]byte(callerTok)), Scopes: []string{auth.ScopeCall}},
+		{Name: "limited", SHA256: sha256.Sum256([]byte(limitedTok)), Scopes: auth.AllScopes, Servers: []string{"mine*"}},
 	}
 	ah := &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), config.Auth{Tokens: tokens}, auth.Options{}), Log: log}
 	ui := dashboard.New(views, mcp, log)
+	ui.Decisions, ui.Audit = fakeDecisions{}, g.RecordAudit
 	ep := g.HTTP(mcp, endpoint.Options{Auth: ah, UI: ui.Handler})
 	t.Cleanup(ep.Close)
 	srv := httptest.NewServer(ep.Handler)
@@ -168,6 +189,12 @@ func TestAccess(t *testing.T) {
 		{"no token cannot act", "POST", "/ui/api/approve/cand", "", 401, auth.CodeUnauthenticated},
 		{"admin acts", "POST", "/ui/api/approve/cand", adminTok, 200, 0},
 		{"approve is POST only", "GET", "/ui/api/approve/cand", adminTok, 405, 0},
+		{"read token cannot reject", "POST", "/ui/api/reject/cand", readerTok, 403, auth.CodeInsufficientScope},
+		{"call token cannot reject", "POST", "/ui/api/reject/cand", callerTok, 403, auth.CodeInsufficientScope},
+		{"no token cannot reject", "POST", "/ui/api/reject/cand", "", 401, auth.CodeUnauthenticated},
+		{"admin rejects", "POST", "/ui/api/reject/cand", adminTok, 200, 0},
+		{"admin of other servers cannot reject", "POST", "/ui/api/reject/cand", limitedTok, 403, auth.CodeInsufficientScope},
+		{"reject is POST only", "GET", "/ui/api/reject/cand", adminTok, 405, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,7 +219,7 @@ func TestAccess(t *testing.T) {
 				if err := json.Unmarshal([]byte(body), &m); err != nil || m.Error.Code != c.code {
 					t.Errorf("refusal body %s, want code %d", body, c.code)
 				}
-				if c.code == auth.CodeInsufficientScope && !strings.HasPrefix(m.Error.Message, "Token missing required scope: hangar:") {
+				if c.code == auth.CodeInsufficientScope && !strings.HasPrefix(m.Error.Message, "Token missing required scope: ") {
 					t.Errorf("refusal message %q", m.Error.Message)
 				}
 			}
@@ -227,6 +254,70 @@ func TestActionsAudited(t *testing.T) {
 	}
 	if len(es) != 1 || es[0].Identity != "admin" || es[0].Tool != "hangar_approve" || !es[0].Allowed || es[0].Outcome != "ok" {
 		t.Errorf("approval audit = %+v", es)
+	}
+}
+
+// Every Reject is audited in the gateway's trail: a read token's refusal
+// by the guard, and the admin's decisions (done, or why not) by the
+// dashboard, as kinds with the server and who.
+func TestRejectAudited(t *testing.T) {
+	t.Parallel()
+	e := newEndpoint(t, someServers)
+	cases := []struct {
+		name, token, server string
+		status              int
+		body                string // in the answer
+		want                store.AuditEntry
+	}{
+		{"read token refused", readerTok, "cand", 403, "Token missing required scope: hangar:admin",
+			store.AuditEntry{Identity: "reader", Action: "request", Tool: "POST /ui/api/reject/cand", Outcome: "denied"}},
+		{"admin rejects", adminTok, "cand", 200, "cand: rejected: quarantined (rejected by operator admin)",
+			store.AuditEntry{Identity: "admin", Server: "cand", Action: dashboard.ActionReject, Allowed: true, Reason: auth.ScopeAdmin, Outcome: "ok"}},
+		{"already quarantined", adminTok, "quar", 409, "quar: already quarantined: quar",
+			store.AuditEntry{Identity: "admin", Server: "quar", Action: dashboard.ActionReject, Allowed: true, Reason: auth.ScopeAdmin, Outcome: "already_quarantined"}},
+		{"unknown", adminTok, "nope", 409, "nope: not found in pending or quarantine: nope",
+			store.AuditEntry{Identity: "admin", Server: "nope", Action: dashboard.ActionReject, Allowed: true, Reason: auth.ScopeAdmin, Outcome: "not_found"}},
+		{"outside the caller's servers", limitedTok, "other", 403, "Token missing required scope: server:other",
+			store.AuditEntry{Identity: "limited", Server: "other", Action: dashboard.ActionReject, Reason: "forbidden: Token missing required scope: server:other", Outcome: "denied"}},
+	}
+	// One at a time: each reads the newest entry of the one trail.
+	for _, c := range cases {
+		resp, body := e.do(t, "POST", "/ui/api/reject/"+c.server, c.token)
+		if resp.StatusCode != c.status || !strings.Contains(body, c.body) {
+			t.Errorf("%s: %d %s, want %d with %q", c.name, resp.StatusCode, body, c.status, c.body)
+		}
+		es, err := e.audit.RecentAudit(t.Context(), "", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 1 {
+			t.Fatalf("%s: no audit entry", c.name)
+		}
+		got := es[0]
+		if c.want.Action == "request" {
+			// The guard's entry: the reason names the missing scope.
+			if !strings.Contains(got.Reason, auth.ScopeAdmin) {
+				t.Errorf("%s: reason %q", c.name, got.Reason)
+			}
+			got.Reason = ""
+		}
+		got.ID, got.At, got.DurationMs = 0, time.Time{}, 0
+		if got != c.want {
+			t.Errorf("%s: audit\n got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// Pending rows have Reject beside Approve; quarantined rows only Approve.
+func TestRejectButtons(t *testing.T) {
+	t.Parallel()
+	e := newEndpoint(t, someServers)
+	_, body := e.do(t, "GET", "/ui/api/pending", readerTok)
+	if !strings.Contains(body, `data-approve="cand"`) || !strings.Contains(body, `data-reject="cand"`) {
+		t.Errorf("pending fragment lacks Approve and Reject for cand:\n%s", body)
+	}
+	if strings.Contains(body, `data-reject="q"`) || !strings.Contains(body, `data-approve="q"`) {
+		t.Errorf("quarantined row: want Approve only:\n%s", body)
 	}
 }
 

@@ -86,12 +86,13 @@ func (d *Dashboard) server(w http.ResponseWriter, r *http.Request) {
 type pendingPage struct {
 	Candidates []readmodel.Candidate
 	CanAct     bool
+	CanReject  bool
 }
 
 func (d *Dashboard) pending(w http.ResponseWriter, r *http.Request) {
 	list := d.views.Candidates(keep(r.Context()))
 	sort.SliceStable(list, func(a, b int) bool { return list[a].Name < list[b].Name })
-	d.render(w, "pending", pendingPage{Candidates: list, CanAct: d.tools != nil})
+	d.render(w, "pending", pendingPage{Candidates: list, CanAct: d.tools != nil, CanReject: d.canReject()})
 }
 
 func (d *Dashboard) installs(w http.ResponseWriter, r *http.Request) {

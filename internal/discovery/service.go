@@ -1,8 +1,8 @@
 // Package discovery finds MCP servers that config.yaml does not list:
 // running containers labelled mcp.hangar.enabled=true and provider files in
 // a directory. Candidates wait for an operator's approval (hangar_approve)
-// unless auto_register is on; approvals and quarantine decisions survive a
-// restart.
+// unless auto_register is on, or are rejected (the dashboard's Reject, a
+// quarantine); approvals and quarantine decisions survive a restart.
 //
 // Sources only list and watch; the Service decides. Labels are decoded by a
 // pure function (Decode), so every rule about them is tested without Docker.
@@ -49,8 +49,17 @@ const (
 	StatusRegistered = "registered"
 	// ReasonHealthCheckFailed starts the reason of a quarantine.
 	ReasonHealthCheckFailed = "health_check_failed"
-	// notFoundPrefix starts Approve's error for an unknown name.
-	notFoundPrefix = "not found in pending or quarantine: "
+	// ReasonRejected starts the reason of an operator's rejection; the
+	// operator's identity follows.
+	ReasonRejected = "rejected by operator "
+)
+
+// Errors of Approve and Reject, wrapped with the name asked for. The
+// not-found text is the same whether the name is unknown, registered or
+// being checked: a caller learns nothing beyond the two lists.
+var (
+	ErrNotFound           = errors.New("not found in pending or quarantine")
+	ErrAlreadyQuarantined = errors.New("already quarantined")
 )
 
 const (
@@ -244,6 +253,14 @@ type Service struct {
 
 	// OnScan, when set before Start, sees every scan's result (metrics).
 	OnScan func(ScanResult)
+	// OnChange, when set before Start, is told the names whose place in
+	// the pending or quarantine list changed (offered, quarantined,
+	// rejected, approved, gone), once per scan, check or decision, after
+	// the service is unlocked: those lists are not in the catalog, so its
+	// change batches cannot tell a reader of them.
+	OnChange func(names []string)
+	// changed collects OnChange's names until unlock; guarded by mu.
+	changed []string
 }
 
 // New returns a service over sources. A nil store keeps decisions in
@@ -390,16 +407,49 @@ func (s *Service) lock(ctx context.Context) error {
 	}
 }
 
-func (s *Service) unlock() { <-s.sem }
+// unlock releases the scan lock, then tells OnChange what the holder
+// changed.
+func (s *Service) unlock() {
+	s.mu.Lock()
+	changed := s.changed
+	s.changed = nil
+	s.mu.Unlock()
+	<-s.sem
+	if len(changed) > 0 && s.OnChange != nil {
+		slices.Sort(changed)
+		s.OnChange(slices.Compact(changed))
+	}
+}
+
+// listed is the list an entry shows in: "pending" (Pending, also when
+// refused), "quarantined", or "" (none: registered, being checked, gone).
+func listed(e *entry) string {
+	if e == nil {
+		return ""
+	}
+	switch e.status {
+	case pending, refused:
+		return "pending"
+	case quarantined:
+		return "quarantined"
+	}
+	return ""
+}
 
 func (s *Service) set(name string, e *entry) {
 	s.mu.Lock()
+	if listed(s.entries[name]) != listed(e) {
+		s.changed = append(s.changed, name)
+	}
 	s.entries[name] = e
 	s.mu.Unlock()
 }
 
 func (s *Service) drop(name string) {
 	s.mu.Lock()
+	if listed(s.entries[name]) != "" {
+		s.changed = append(s.changed, name)
+	}
 	delete(s.entries, name)
 	s.mu.Unlock()
 }
@@ -920,7 +970,7 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 		}
 	}
 	if e == nil || e.status == registered || e.status == checking {
-		return fail(errors.New(notFoundPrefix + name))
+		return fail(fmt.Errorf("%w: %s", ErrNotFound, name))
 	}
 	if err := s.refusal(name); err != nil {
 		return fail(fmt.Errorf("refused: %w", err))
@@ -949,6 +999,44 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 	s.log.Info("approved discovered MCP server", FieldServer, name, FieldSource, e.cand.Source,
 		FieldFingerprint, e.cand.Fingerprint)
 	return ApproveResult{Approved: true, Server: name, Status: StatusRegistered}
+}
+
+// Reject moves a pending candidate to the quarantine list (the dashboard's
+// Reject): a quarantine decision bound to the candidate's fingerprint, as
+// a failed health check's is, so it survives a restart and a changed
+// container is decided afresh. by names the operator in the reason.
+// Approve lifts it. A name outside the pending list answers ErrNotFound,
+// one quarantined already ErrAlreadyQuarantined.
+func (s *Service) Reject(ctx context.Context, name, by string) (QuarantineEntry, error) {
+	if err := s.lock(ctx); err != nil {
+		return QuarantineEntry{}, err
+	}
+	defer s.unlock()
+
+	e := s.entries[name]
+	switch {
+	case e != nil && e.status == quarantined:
+		return QuarantineEntry{}, fmt.Errorf("%w: %s", ErrAlreadyQuarantined, name)
+	case e != nil && e.status == registered && s.refusal(name) != nil:
+		// Listed as refused, but approved: the approval is the decision
+		// to undo, with its claim, not a candidate's.
+		return QuarantineEntry{}, fmt.Errorf("%s is approved (its name is refused meanwhile), not pending", name)
+	case e == nil || (e.status != pending && e.status != refused):
+		return QuarantineEntry{}, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	// Stored first: success is answered only for a decision a restart
+	// will find.
+	now := s.now()
+	reason := ReasonRejected + by
+	if err := s.store.SetQuarantine(name, QuarantineRecord{Fingerprint: e.cand.Fingerprint, Source: e.cand.Source,
+		Reason: reason, QuarantinedAt: now}); err != nil {
+		s.log.Error("rejection not saved; nothing changed", FieldServer, name, FieldError, err)
+		return QuarantineEntry{}, fmt.Errorf("rejection not saved, nothing changed: %w", err)
+	}
+	s.set(name, &entry{cand: e.cand, source: e.source, status: quarantined, since: now, reason: reason})
+	s.log.Warn("quarantined discovered MCP server", FieldServer, name, FieldSource, e.cand.Source, FieldReason, reason,
+		FieldFingerprint, e.cand.Fingerprint)
+	return QuarantineEntry{Name: name, Source: e.cand.Source, Reason: reason, QuarantineTime: now.UTC()}, nil
 }
 
 // Sources reports each source as of its last listing (hangar_sources).

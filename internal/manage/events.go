@@ -51,6 +51,19 @@ func (s *Service) emitChanged(ctx context.Context, changes []Change) {
 	})
 }
 
+// DiscoveryChanged tells readers of the named servers that their place in
+// discovery's pending or quarantine list changed (discovery.Service's
+// OnChange): one mcp/changed.
+func (s *Service) DiscoveryChanged(ctx context.Context, names []string) {
+	changes := make([]Change, 0, len(names))
+	for _, n := range names {
+		changes = append(changes, Change{Name: n, Action: ActionDiscovery})
+	}
+	if len(changes) > 0 {
+		s.emitChanged(ctx, changes)
+	}
+}
+
 // Run turns provider state changes into mcp/server/status_changed (and
 // mcp/server/catalog_changed when a start brings a new catalog) until ctx
 // ends.

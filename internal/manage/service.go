@@ -39,6 +39,11 @@ const (
 	ActionUpdated     = "updated"
 	ActionPolicy      = "policy_changed"
 	ActionUninstalled = "uninstalled"
+	// ActionDiscovery: a discovered server moved between discovery's
+	// pending and quarantine lists (offered, rejected, quarantined,
+	// approved, gone). Beyond seed 003, whose readers re-list and find
+	// mcp/list unchanged; the dashboard re-reads those lists.
+	ActionDiscovery = "discovery_changed"
 )
 
 // Binding is one front-door name bound to a provider tool

@@ -172,9 +172,11 @@
     el.title = why || "live updates from /events";
   }
 
-  async function approve(id) {
-    notice("Approving " + id + "…");
-    const resp = await call("/ui/api/approve/" + encodeURIComponent(id), { method: "POST" });
+  // act runs an action (approve, reject) on a server and shows its
+  // answer; the views change when /events says so.
+  async function act(verb, id) {
+    notice((verb === "reject" ? "Rejecting " : "Approving ") + id + "…");
+    const resp = await call("/ui/api/" + verb + "/" + encodeURIComponent(id), { method: "POST" });
     if (resp.status === 403) {
       notice("Refused: " + await refusal(resp), "warn refusal");
       return;
@@ -185,7 +187,6 @@
     }
     const box = $("notice");
     box.innerHTML = await resp.text();
-    // The views change when /events says so.
   }
 
   function showLogin() {
@@ -218,8 +219,10 @@
       showLogin();
     });
     document.addEventListener("click", (ev) => {
-      const b = ev.target.closest("button[data-approve]");
-      if (b) approve(b.dataset.approve).catch(() => {});
+      const a = ev.target.closest("button[data-approve]");
+      if (a) act("approve", a.dataset.approve).catch(() => {});
+      const r = ev.target.closest("button[data-reject]");
+      if (r) act("reject", r.dataset.reject).catch(() => {});
     });
     window.addEventListener("hashchange", () => {
       takeTokenFromLink();

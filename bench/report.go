@@ -89,6 +89,8 @@ type Report struct {
 	Bounds    *BoundsResult
 	ToolsList *ToolsListResult
 	Profile   *ProfileResult
+	Replicas  *ReplicasResult
+	Scale     *ScaleResult
 	Errs      map[int]error // by figure
 
 	Cleanup error
@@ -199,6 +201,8 @@ func (r *Report) Markdown() string {
 	r.figure8(&b)
 	r.figure9(&b)
 	r.figure10(&b)
+	r.figure13(&b)
+	r.figure14(&b)
 
 	b.WriteString("## Method\n\n")
 	b.WriteString("- The gateway under test is the real binary (`" + r.Bin + "`), started as a subprocess per figure group with a generated config and a unique `--instance bench-<random>-<figure>`; its RSS is VmRSS from `/proc/<pid>/status`.\n")
@@ -293,6 +297,8 @@ func (r *Report) targets() *table {
 	if d := r.Disc; d != nil && d.Skipped == "" && d.Visible.N > 0 {
 		t.add("Discovery: labelled container visible < 500 ms (median)", FormatDuration(d.Visible.P50), verdict(d.Visible.P50 < targetDiscovery && d.Missed == 0))
 	}
+	r.replicasTargets(t)
+	r.scaleTargets(t)
 	return t
 }
 

@@ -13,8 +13,8 @@ import (
 
 // traceRequests starts the SERVER span of each MCP request on /mcp, after
 // the envelope check (which read the method, id and params) and before
-// the scope guard, so a refusal is a span with its error too. Telemetry
-// off, it only passes the request on.
+// the scope guard, so a refusal is a span with its error too. With OTLP
+// off (metrics only) the operation is a start time and an error type.
 func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := g.Telemetry
@@ -37,6 +37,12 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 			Transport: telemetry.TransportTCP, Header: r.Header, Identity: callerOf(r.Context()).Name,
 		})
 		defer op.End()
+		if telemetry.Recording(ctx) {
+			// Every line logged while serving the request names its trace
+			// (a tool call's own logger binds them again, beside its
+			// correlation ID).
+			ctx = context.WithValue(ctx, logKey, telemetry.BindLog(ctx, withLazy(g.Log)))
+		}
 		next.ServeHTTP(telemetry.WatchResponse(w, op), r.WithContext(ctx))
 	})
 }

@@ -38,7 +38,7 @@ import (
 )
 
 // lastFigure is the highest figure number -only accepts.
-const lastFigure = 10
+const lastFigure = 12
 
 type options struct {
 	out        string
@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "write the report here (e.g. BENCHMARKS.md); only a full, successful run writes it. The report always goes to stdout")
 	flag.StringVar(&o.bin, "hangar", "", "gateway binary under test (default bin/hangar, built into a temp dir when missing)")
 	flag.BoolVar(&o.quick, "quick", false, "about a quarter of the samples: a smoke run")
-	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-9 (the report file is then not written)")
+	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-12 (the report file is then not written)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench process's CPU profile to this file")
 	flag.BoolVar(&o.inprocess, "inprocess", false, "run figure 1 only, against a gateway inside this process (with -cpuprofile: both sides of the call in one profile)")
 	flag.DurationVar(&o.budget, "budget", 9*time.Minute, "abort the suite (cleaning up) when it runs longer than this")
@@ -444,6 +444,20 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			fail(9, err)
 		}
 	}
+	// Figure 11: tracing off and on, on two gateways of its own.
+	if o.wants(11) && ctx.Err() == nil {
+		var err error
+		if r.Telemetry, err = b.Telemetry(ctx); err != nil {
+			fail(11, err)
+		}
+	}
+	// Figure 12: tool search, on its own gateway.
+	if o.wants(12) && ctx.Err() == nil {
+		var err error
+		if r.Search, err = b.Search(ctx); err != nil {
+			fail(12, err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		for f := 1; f <= lastFigure; f++ {
 			if o.wants(f) && r.Errs[f] == nil && !measured(r, f) {
@@ -475,6 +489,10 @@ func measured(r *Report, fig int) bool {
 		return r.ToolsList != nil
 	case 10:
 		return r.Profile != nil
+	case 11:
+		return r.Telemetry != nil
+	case 12:
+		return r.Search != nil
 	}
 	return false
 }

@@ -37,12 +37,6 @@ func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 			Transport: telemetry.TransportTCP, Header: r.Header, Identity: callerOf(r.Context()).Name,
 		})
 		defer op.End()
-		if telemetry.Recording(ctx) {
-			// Every line logged while serving the request names its trace
-			// (a tool call's own logger binds them again, beside its
-			// correlation ID).
-			ctx = context.WithValue(ctx, logKey, telemetry.BindLog(ctx, withLazy(g.Log)))
-		}
 		next.ServeHTTP(telemetry.WatchResponse(w, op), r.WithContext(ctx))
 	})
 }

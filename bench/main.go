@@ -444,6 +444,20 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			fail(9, err)
 		}
 	}
+	// Figure 11: tracing off and on, on two gateways of its own.
+	if o.wants(11) && ctx.Err() == nil {
+		var err error
+		if r.Telemetry, err = b.Telemetry(ctx); err != nil {
+			fail(11, err)
+		}
+	}
+	// Figure 12: tool search, on its own gateway.
+	if o.wants(12) && ctx.Err() == nil {
+		var err error
+		if r.Search, err = b.Search(ctx); err != nil {
+			fail(12, err)
+		}
+	}
 	// Figure 13: replicas on a shared PostgreSQL store.
 	if o.wants(13) && ctx.Err() == nil {
 		var err error
@@ -489,6 +503,10 @@ func measured(r *Report, fig int) bool {
 		return r.ToolsList != nil
 	case 10:
 		return r.Profile != nil
+	case 11:
+		return r.Telemetry != nil
+	case 12:
+		return r.Search != nil
 	case 13:
 		return r.Replicas != nil
 	case 14:

@@ -89,6 +89,8 @@ type Report struct {
 	Bounds    *BoundsResult
 	ToolsList *ToolsListResult
 	Profile   *ProfileResult
+	Telemetry *TelemetryResult
+	Search    *SearchResult
 	Replicas  *ReplicasResult
 	Scale     *ScaleResult
 	Errs      map[int]error // by figure
@@ -201,6 +203,8 @@ func (r *Report) Markdown() string {
 	r.figure8(&b)
 	r.figure9(&b)
 	r.figure10(&b)
+	r.figure11(&b)
+	r.figure12(&b)
 	r.figure13(&b)
 	r.figure14(&b)
 
@@ -296,6 +300,18 @@ func (r *Report) targets() *table {
 	}
 	if d := r.Disc; d != nil && d.Skipped == "" && d.Visible.N > 0 {
 		t.add("Discovery: labelled container visible < 500 ms (median)", FormatDuration(d.Visible.P50), verdict(d.Visible.P50 < targetDiscovery && d.Missed == 0))
+	}
+	if x := r.Telemetry; x != nil {
+		t.add("Tracing on (ratio 1.0, OTLP export) costs ≤ 15% more gateway CPU per call than off",
+			fmt.Sprintf("%s vs %s (%s)", FormatDuration(x.OnCPU), FormatDuration(x.OffCPU), FormatRatio(x.ratio())), verdict(x.ok()))
+	}
+	if x := r.Search; x != nil {
+		t.add("Tool search: recall@5 ≥ 0.9 on the labelled set", fmt.Sprintf("%.3f (recall@1 %.3f, MRR %.3f)", x.Recall5, x.Recall1, x.MRR), verdict(x.Recall5 >= targetRecall5))
+		t.add(fmt.Sprintf("hangar_find_tools over %d tools: p50 ≤ 2 ms, p99 ≤ 10 ms", x.Indexed),
+			fmt.Sprintf("p50 %s, p99 %s (gateway CPU %s)", FormatDuration(x.Find.Lat.P50), FormatDuration(x.Find.Lat.P99), FormatDuration(x.Find.CPUPerCall)), verdict(x.findOK()))
+		t.add("tools/list in search mode ≤ 1 ms of gateway CPU",
+			fmt.Sprintf("%s (2026-07-28), %s (2025-11-25)", FormatDuration(x.Modern.CPUPerCall), FormatDuration(x.Legacy.CPUPerCall)), verdict(x.listOK()))
+		t.add("Tool index catches up with a catalog change within 100 ms", fmt.Sprintf("max %s (median %s)", FormatDuration(x.CatchUp.Max), FormatDuration(x.CatchUp.P50)), verdict(x.CatchUp.Max <= targetCatchUp))
 	}
 	r.replicasTargets(t)
 	r.scaleTargets(t)

@@ -117,7 +117,8 @@ type App struct {
 	wg        sync.WaitGroup
 }
 
-// NewLogger builds the slog logger the config asks for.
+// NewLogger builds the slog logger the config asks for; a line logged
+// with a traced context carries its trace and span ids.
 func NewLogger(l config.Logging, w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(strings.ToUpper(l.Level))); err != nil {
@@ -125,9 +126,9 @@ func NewLogger(l config.Logging, w io.Writer) *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if l.JSONFormat {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 }
 
 // New builds the gateway from cfg: it connects to the Docker engine, takes

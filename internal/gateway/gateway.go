@@ -419,12 +419,14 @@ type ctxKey int
 
 const logKey ctxKey = iota
 
-// logFrom returns the request's logger, carrying its correlation ID.
+// logFrom returns the request's logger, carrying its correlation ID (a
+// tool call's) or else the trace of the request, bound only when asked:
+// most requests log nothing.
 func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
 	if l, ok := ctx.Value(logKey).(*slog.Logger); ok {
 		return l
 	}
-	return g.Log
+	return telemetry.BindLog(ctx, g.Log)
 }
 
 // correlate gives every tool call a correlation ID carried by each log

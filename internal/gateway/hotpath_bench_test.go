@@ -56,7 +56,12 @@ func benchGatewayWith(b *testing.B, tel func(*metrics.Metrics) *telemetry.Teleme
 	// batched writer.
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	m := metrics.New()
-	var t *telemetry.Telemetry
+	// Without tel, telemetry as deployed with no OTLP endpoint: metrics
+	// only, for the Prometheus MCP histograms.
+	t, err := telemetry.New(b.Context(), telemetry.Options{Recorder: m})
+	if err != nil {
+		b.Fatal(err)
+	}
 	if tel != nil {
 		t = tel(m)
 	}

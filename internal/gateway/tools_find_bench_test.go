@@ -179,3 +179,47 @@ func BenchmarkSearchModeToolsListHTTP(b *testing.B) {
 	b.StopTimer()
 	reportPercentiles(b, "cpu-", cpu)
 }
+
+// BenchmarkSearchModeToolsListHTTPLegacy is the search-mode list on a
+// 2025-11-25 session through the gateway's whole HTTP handler: mcp-go
+// answers it (see internal/frontdoor/listing.go), as figure 12 of the bench
+// measures on the binary.
+func BenchmarkSearchModeToolsListHTTPLegacy(b *testing.B) {
+	h := searchBench(b)
+	handler := h.g.HTTP(h.srv, endpoint.Options{}).Handler
+	send := func(body, session string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		req.RemoteAddr = "127.0.0.1:50000"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK && rec.Code != http.StatusAccepted {
+			b.Fatalf("%d %s", rec.Code, rec.Body.String())
+		}
+		return rec
+	}
+	rec := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+
+		`","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`, "")
+	session := rec.Header().Get("Mcp-Session-Id")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
+	var cpu []time.Duration
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		began := threadCPU()
+		rec := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, session)
+		cpu = append(cpu, threadCPU()-began)
+		if !strings.Contains(rec.Body.String(), `"hangar_find_tools"`) || strings.Contains(rec.Body.String(), `"github__list_issues"`) {
+			b.Fatalf("tools/list: %.300s", rec.Body.String())
+		}
+	}
+	b.StopTimer()
+	reportPercentiles(b, "cpu-", cpu)
+}

@@ -15,8 +15,8 @@ import (
 
 // traceRequests starts the SERVER span of each MCP request on /mcp, after
 // the envelope check (which read the method, id and params) and before
-// the scope guard, so a refusal is a span with its error too. Telemetry
-// off, it only passes the request on.
+// the scope guard, so a refusal is a span with its error too. With OTLP
+// off (metrics only) the operation is a start time and an error type.
 func (g *Gateway) traceRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := g.Telemetry

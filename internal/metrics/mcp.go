@@ -2,8 +2,11 @@ package metrics
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,8 +17,8 @@ import (
 // The MCP semantic conventions' duration histograms, as Prometheus names
 // them (mcp.server.operation.duration in seconds →
 // mcp_server_operation_duration_seconds), with exemplars carrying the
-// trace of a sampled observation. They are fed by internal/telemetry, so
-// they fill while telemetry is on.
+// trace of a sampled observation. They are fed by internal/telemetry,
+// which does so with OTLP off too (metrics only, no exemplars).
 const (
 	lMethod    = "mcp_method_name"
 	lErrorType = "error_type"
@@ -27,7 +30,8 @@ type mcpOps struct {
 	client *prometheus.HistogramVec
 	// series caches children by label values: WithLabelValues hashes and
 	// locks on every call.
-	series sync.Map // seriesKey → prometheus.Observer
+	series  sync.Map // seriesKey → *mcpSeries
+	buckets []float64
 }
 
 // seriesKey is a histogram (server or client) and its label values
@@ -39,6 +43,7 @@ type seriesKey struct {
 
 func newMCPOps() *mcpOps {
 	return &mcpOps{
+		buckets: telemetry.DurationBuckets(),
 		server: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "mcp_server_operation_duration_seconds", Help: "MCP requests served by the gateway, by method and error type (OpenTelemetry mcp.server.operation.duration).",
 			Buckets: telemetry.DurationBuckets(),
@@ -54,18 +59,18 @@ var _ telemetry.Recorder = (*Metrics)(nil)
 
 // ServerOperation implements telemetry.Recorder.
 func (m *Metrics) ServerOperation(method, errorType string, seconds float64, traceID string) {
-	observe(m.mcp.observer(m.mcp.server, [3]string{"", method, errorType}), seconds, traceID)
+	m.mcp.observer(m.mcp.server, [3]string{"", method, errorType}).observe(seconds, traceID)
 }
 
 // ClientOperation implements telemetry.Recorder.
 func (m *Metrics) ClientOperation(server, method, errorType string, seconds float64, traceID string) {
-	observe(m.mcp.observer(m.mcp.client, [3]string{server, method, errorType}), seconds, traceID)
+	m.mcp.observer(m.mcp.client, [3]string{server, method, errorType}).observe(seconds, traceID)
 }
 
-func (o *mcpOps) observer(vec *prometheus.HistogramVec, k [3]string) prometheus.Observer {
+func (o *mcpOps) observer(vec *prometheus.HistogramVec, k [3]string) *mcpSeries {
 	key := seriesKey{vec == o.server, k}
 	if v, ok := o.series.Load(key); ok {
-		return v.(prometheus.Observer)
+		return v.(*mcpSeries)
 	}
 	var obs prometheus.Observer
 	if vec == o.server {
@@ -73,16 +78,39 @@ func (o *mcpOps) observer(vec *prometheus.HistogramVec, k [3]string) prometheus.
 	} else {
 		obs = vec.WithLabelValues(k[0], k[1], k[2])
 	}
-	o.series.Store(key, obs)
-	return obs
+	s := &mcpSeries{obs: obs, lastExemplar: make([]atomic.Int64, len(o.buckets)+1), buckets: o.buckets}
+	s.ex, _ = obs.(prometheus.ExemplarObserver)
+	v, _ := o.series.LoadOrStore(key, s)
+	return v.(*mcpSeries)
 }
 
-func observe(obs prometheus.Observer, v float64, traceID string) {
-	if e, ok := obs.(prometheus.ExemplarObserver); ok && traceID != "" {
-		e.ObserveWithExemplar(v, prometheus.Labels{lTraceID: traceID})
-		return
+// exemplarEvery is how often a bucket of a series takes a new exemplar.
+// Prometheus keeps the latest exemplar per bucket and scrapes every few
+// seconds at most, so one a second per bucket shows a scrape as much as
+// one per call, without the label map and exemplar each call would build
+// (most of what a traced call cost this histogram).
+const exemplarEvery = int64(time.Second)
+
+// mcpSeries is one histogram child, with when each of its buckets last took
+// an exemplar.
+type mcpSeries struct {
+	obs          prometheus.Observer
+	ex           prometheus.ExemplarObserver
+	buckets      []float64
+	lastExemplar []atomic.Int64 // by bucket, +Inf last; unix nanoseconds
+}
+
+func (s *mcpSeries) observe(v float64, traceID string) {
+	if traceID != "" && s.ex != nil {
+		b, _ := slices.BinarySearch(s.buckets, v)
+		now := time.Now().UnixNano()
+		last := &s.lastExemplar[b]
+		if old := last.Load(); now-old >= exemplarEvery && last.CompareAndSwap(old, now) {
+			s.ex.ObserveWithExemplar(v, prometheus.Labels{lTraceID: traceID})
+			return
+		}
 	}
-	obs.Observe(v)
+	s.obs.Observe(v)
 }
 
 // forget drops a removed server's client series.

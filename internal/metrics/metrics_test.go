@@ -132,3 +132,28 @@ func TestMCPOperations(t *testing.T) {
 		t.Error("a removed server's client series remain")
 	}
 }
+
+// TestMCPExemplars: a sampled observation leaves its trace id on its
+// bucket; within a second, another in the same bucket counts but keeps
+// the exemplar, and one in another bucket takes its own.
+func TestMCPExemplars(t *testing.T) {
+	t.Parallel()
+	m := New()
+	const first, second, slow = "4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c", "11111111111111111111111111111111"
+	m.ServerOperation("tools/call", "", 0.003, first)
+	m.ServerOperation("tools/call", "", 0.004, second)
+	m.ServerOperation("tools/call", "", 3, slow)
+	h := series(t, m, "mcp_server_operation_duration_seconds")["//tools/call"].GetHistogram()
+	if h.GetSampleCount() != 3 {
+		t.Fatalf("count %d, want 3", h.GetSampleCount())
+	}
+	got := map[float64]string{}
+	for _, b := range h.GetBucket() {
+		if e := b.GetExemplar(); e != nil {
+			got[b.GetUpperBound()] = e.GetLabel()[0].GetValue()
+		}
+	}
+	if got[0.01] != first || got[5] != slow || len(got) != 2 {
+		t.Errorf("exemplars by bucket %v, want %s at 0.01 and %s at 5", got, first, slow)
+	}
+}

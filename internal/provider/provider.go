@@ -370,7 +370,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 		p.mu.Lock()
 		p.setState(Cold)
 		p.mu.Unlock()
-		p.log.Info("start abandoned by its callers", "error", err)
+		p.log.InfoContext(prepCtx, "start abandoned by its callers", "error", err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(p.lifetime, timeout)
@@ -425,7 +425,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 		p.health.LastFailureAt = p.opts.Now()
 		p.setState(Dead)
 		p.mu.Unlock()
-		p.log.Warn("start failed", "error", redact.Text(err.Error()), "attempt", attempt, "took_ms", took.Milliseconds())
+		p.log.WarnContext(prepCtx, "start failed", "error", redact.Text(err.Error()), "attempt", attempt, "took_ms", took.Milliseconds())
 		return
 	}
 
@@ -447,7 +447,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 	p.setState(Ready)
 	p.mu.Unlock()
 	p.syncQuarantine(ctx)
-	p.log.Info("ready", "took_ms", took.Milliseconds(), "tools", len(tools))
+	p.log.InfoContext(prepCtx, "ready", "took_ms", took.Milliseconds(), "tools", len(tools))
 	go p.supervise(inst)
 }
 
@@ -603,6 +603,7 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 	}
 	cctx, op := p.startClient(cctx, tool, cold)
 	res, err := inst.b.CallTool(cctx, tool, args)
+	endClient(op, res, err)
 	if err != nil {
 		err = p.classify(cctx, inst, err)
 	}
@@ -626,7 +627,6 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 	case res != nil && res.IsError:
 		outcome = KindToolError
 	}
-	endClient(op, outcome)
 	p.opts.Events.CallDone(p.id, tool, outcome, now.Sub(began))
 	return res, err
 }

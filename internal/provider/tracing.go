@@ -57,14 +57,19 @@ func (p *Provider) startClient(ctx context.Context, tool string, cold bool) (con
 		Address: pe.address, Port: pe.port, Transport: pe.transport, ColdStart: cold})
 }
 
-// endClient ends it with the call's outcome ("success", tool_error or an
-// error kind, which is the span's error.type).
-func endClient(op *telemetry.Op, outcome string) {
+// endClient ends it with the call's outcome as MCP's conventions name it
+// (error.type): err is the connection's error before classify turned it
+// into a kind, whose JSON-RPC code is the error type; a result with
+// isError is tool_error.
+func endClient(op *telemetry.Op, res *mcp.CallToolResult, err error) {
 	if op == nil {
 		return
 	}
-	if outcome != "success" {
-		op.SetErrorType(outcome)
+	switch {
+	case err != nil:
+		op.SetErrorType(telemetry.ClientErrorType(err))
+	case res != nil && res.IsError:
+		op.ToolError()
 	}
 	op.End()
 }
@@ -81,7 +86,7 @@ func (p *Provider) queueWaitFrom(ctx context.Context) time.Time {
 // coldNow reports, for a traced call, whether the provider is not ready
 // (the call will wait for a start).
 func (p *Provider) coldNow() bool {
-	if p.opts.Telemetry == nil {
+	if !p.opts.Telemetry.Tracing() {
 		return false
 	}
 	return p.State() != Ready && p.State() != Degraded

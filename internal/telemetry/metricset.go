@@ -46,7 +46,7 @@ func (c *setCache) get(k metricKey) attribute.Set {
 
 // set is the series' attributes, as the conventions name them.
 func (k metricKey) set() attribute.Set {
-	_, attrs := targetAttrs(k.method, k.target, k.target)
+	_, attrs := targetAttrs(make([]attribute.KeyValue, 0, 10), k.method, k.target, k.target)
 	attrs = append(attrs, semconv.NetworkTransportKey.String(k.transport))
 	if k.version != "" {
 		attrs = append(attrs, semconv.McpProtocolVersion(k.version))

@@ -3,11 +3,13 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -137,9 +139,19 @@ func (t *Telemetry) StartServer(ctx context.Context, r ServerRequest) (context.C
 	if t == nil {
 		return ctx, nil
 	}
+	if t.tracer == nil {
+		// Metrics only: the method and, at the end, the error type.
+		op := &Op{t: t, began: time.Now(), method: r.Method}
+		ctx = context.WithValue(ctx, opKey{}, op)
+		op.ctx = ctx
+		return ctx, op
+	}
 	var p params
 	if len(r.Params) > 0 {
-		_ = json.Unmarshal(r.Params, &p) // a bad params is mcp-go's to refuse
+		if !scanParams(r.Params, &p) {
+			p = params{}
+			_ = json.Unmarshal(r.Params, &p) // a bad params is mcp-go's to refuse
+		}
 	} else {
 		p.Name, p.URI = r.Target, r.Target
 		p.Meta.Traceparent, _ = r.Meta["traceparent"].(string)
@@ -155,8 +167,10 @@ func (t *Telemetry) StartServer(ctx context.Context, r ServerRequest) (context.C
 	if version == "" {
 		version = p.ProtocolVersion
 	}
-	target, common := targetAttrs(r.Method, p.Name, p.URI)
-	attrs := append(common,
+	buf := attrPool.Get().(*[]attribute.KeyValue)
+	defer putAttrs(buf)
+	target, attrs := targetAttrs((*buf)[:0], r.Method, p.Name, p.URI)
+	attrs = append(attrs,
 		semconv.JSONRPCRequestID(requestID(r.ID)),
 		semconv.NetworkTransportKey.String(r.Transport),
 	)
@@ -187,8 +201,13 @@ func (t *Telemetry) StartClient(ctx context.Context, r ClientRequest) (context.C
 	if t == nil {
 		return ctx, nil
 	}
-	target, common := targetAttrs(r.Method, r.Tool, r.URI)
-	attrs := append(common, semconv.NetworkTransportKey.String(r.Transport), AttrServer.String(r.Server))
+	if t.tracer == nil {
+		return ctx, &Op{t: t, ctx: ctx, began: time.Now(), client: true, method: r.Method, server: r.Server}
+	}
+	buf := attrPool.Get().(*[]attribute.KeyValue)
+	defer putAttrs(buf)
+	target, attrs := targetAttrs((*buf)[:0], r.Method, r.Tool, r.URI)
+	attrs = append(attrs, semconv.NetworkTransportKey.String(r.Transport), AttrServer.String(r.Server))
 	if r.Address != "" {
 		attrs = append(attrs, semconv.ServerAddress(r.Address))
 	}
@@ -210,10 +229,22 @@ func (t *Telemetry) StartClient(ctx context.Context, r ClientRequest) (context.C
 		metric: metricKey{client: true, method: r.Method, target: target, transport: r.Transport, address: r.Address, port: r.Port}}
 }
 
-// targetAttrs are the span name's target and the attributes that name
-// what is called, shared by the span and its metric.
-func targetAttrs(method, name, uri string) (string, []attribute.KeyValue) {
-	attrs := make([]attribute.KeyValue, 0, 10)
+// attrPool holds the attribute slices spans start with: the SDK copies
+// them (trace.WithAttributes' option, then the span), so a slice is free
+// again once Start returns, and a traced request needs no new one.
+var attrPool = sync.Pool{New: func() any {
+	s := make([]attribute.KeyValue, 0, 12)
+	return &s
+}}
+
+func putAttrs(s *[]attribute.KeyValue) {
+	clear((*s)[:cap(*s)]) // no strings kept alive from the pool
+	attrPool.Put(s)
+}
+
+// targetAttrs are the span name's target and, appended to attrs, the
+// attributes that name what is called, shared by the span and its metric.
+func targetAttrs(attrs []attribute.KeyValue, method, name, uri string) (string, []attribute.KeyValue) {
 	attrs = append(attrs, semconv.McpMethodNameKey.String(method))
 	switch method {
 	case string(mcpconv.MethodNameToolsCall):
@@ -310,6 +341,15 @@ func (o *Op) End() {
 	}
 	late := o.late
 	o.mu.Unlock()
+	if o.span == nil {
+		// Metrics only: no span, no OTLP histogram, no exemplar.
+		if o.client {
+			o.t.rec.ClientOperation(o.server, o.method, errType, secs, "")
+		} else {
+			o.t.rec.ServerOperation(o.method, errType, secs, "")
+		}
+		return
+	}
 	if errType != "" {
 		late = append(late, semconv.ErrorTypeKey.String(errType))
 		o.span.SetStatus(codes.Error, errType)
@@ -416,9 +456,9 @@ type clientBase struct {
 
 // WithClient notes in ctx the provider r names (its server and peer) for
 // StartRequest, which a connection that knows only the method calls; ctx
-// as is when telemetry is off or ctx is not traced.
+// as is when telemetry is off, or tracing is on and ctx is not traced.
 func (t *Telemetry) WithClient(ctx context.Context, r ClientRequest) context.Context {
-	if t == nil || !trace.SpanFromContext(ctx).IsRecording() {
+	if t == nil || (t.tracer != nil && !trace.SpanFromContext(ctx).IsRecording()) {
 		return ctx
 	}
 	return context.WithValue(ctx, clientKey{}, &clientBase{t: t, r: r})
@@ -446,7 +486,49 @@ func (o *Op) EndRequest(err error) {
 		return
 	}
 	if err != nil {
-		o.setError(ErrorOther)
+		o.setError(ClientErrorType(err))
 	}
 	o.End()
+}
+
+// codeErrors are the JSON-RPC codes mcp-go's client turns into these
+// errors (mcp.JSONRPCErrorDetails.AsError); a code it does not know
+// becomes a bare message and is lost.
+var codeErrors = []struct {
+	err  error
+	code int
+}{
+	{mcp.ErrParseError, mcp.PARSE_ERROR}, {mcp.ErrInvalidRequest, mcp.INVALID_REQUEST},
+	{mcp.ErrMethodNotFound, mcp.METHOD_NOT_FOUND}, {mcp.ErrInvalidParams, mcp.INVALID_PARAMS},
+	{mcp.ErrInternalError, mcp.INTERNAL_ERROR}, {mcp.ErrRequestInterrupted, mcp.REQUEST_INTERRUPTED},
+	{mcp.ErrResourceNotFound, mcp.RESOURCE_NOT_FOUND},
+}
+
+// ClientErrorType is error.type of a request to a provider that failed
+// with err, as MCP's conventions name it: the JSON-RPC error code the
+// provider answered with, else _OTHER (no answer: a timeout, a broken
+// connection, a refusal before the request was sent).
+func ClientErrorType(err error) string {
+	for _, c := range codeErrors {
+		if errors.Is(err, c.err) {
+			return strconv.Itoa(c.code)
+		}
+	}
+	var (
+		hm mcp.HeaderMismatchError
+		mc mcp.MissingRequiredClientCapabilityError
+		uv mcp.UnsupportedProtocolVersionError
+		ue mcp.URLElicitationRequiredError
+	)
+	switch {
+	case errors.As(err, &hm):
+		return strconv.Itoa(mcp.HEADER_MISMATCH)
+	case errors.As(err, &mc):
+		return strconv.Itoa(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY)
+	case errors.As(err, &uv):
+		return strconv.Itoa(mcp.UNSUPPORTED_PROTOCOL_VERSION)
+	case errors.As(err, &ue):
+		return strconv.Itoa(mcp.URL_ELICITATION_REQUIRED)
+	}
+	return ErrorOther
 }

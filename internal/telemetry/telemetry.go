@@ -4,9 +4,12 @@
 // in params._meta and headers, and how traces and metrics are exported
 // over OTLP.
 //
-// Off (no endpoint in the config nor in OTEL_EXPORTER_OTLP_*), the
-// gateway holds a nil *Telemetry, whose methods return at once: no span,
-// no context, no allocation on the call path.
+// Off (no endpoint in the config nor in OTEL_EXPORTER_OTLP_*), there is
+// no tracer and no OTLP exporter: with a Recorder (the Prometheus
+// histograms) the gateway holds a metrics-only *Telemetry, whose
+// operations are a start time and an error type, no span, no params
+// decoded and no trace context; without one it holds nil, whose methods
+// return at once.
 package telemetry
 
 import (
@@ -22,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
@@ -42,9 +46,9 @@ type Recorder interface {
 }
 
 // Telemetry makes hangar's spans and records its MCP metrics. A nil
-// *Telemetry is off.
+// *Telemetry is off; one with a nil tracer only feeds the Recorder.
 type Telemetry struct {
-	tracer    trace.Tracer
+	tracer    trace.Tracer // nil: metrics only, no span
 	serverDur mcpconv.ServerOperationDuration
 	clientDur mcpconv.ClientOperationDuration
 	rec       Recorder
@@ -73,11 +77,16 @@ func Enabled(c config.Telemetry) bool {
 		os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// New starts the OTLP trace and metric pipelines; nil, nil when telemetry
-// is off. Call Shutdown to flush.
+// New starts the OTLP trace and metric pipelines. When telemetry is off
+// it returns a metrics-only Telemetry that feeds o.Recorder (the
+// Prometheus MCP histograms fill either way), or nil, nil without one.
+// Call Shutdown to flush.
 func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if !Enabled(o.Config) {
-		return nil, nil
+		if o.Recorder == nil {
+			return nil, nil
+		}
+		return &Telemetry{rec: o.Recorder}, nil
 	}
 	res, err := newResource(ctx, o)
 	if err != nil {
@@ -102,9 +111,18 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		topts = append(topts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))))
 	}
 	tp := sdktrace.NewTracerProvider(topts...)
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res),
 		// The interval is OTEL_METRIC_EXPORT_INTERVAL's (default 60 s).
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)))
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics))}
+	if os.Getenv("OTEL_METRICS_EXEMPLAR_FILTER") == "" {
+		// The SDK's default (trace_based) offers every sampled call to an
+		// exemplar reservoir per histogram, a fifth of what tracing cost
+		// a call; the traces carry the calls already, and /metrics keeps
+		// exemplars with their trace ids. OTEL_METRICS_EXEMPLAR_FILTER
+		// turns them back on.
+		mopts = append(mopts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	}
+	mp := sdkmetric.NewMeterProvider(mopts...)
 	t, err := NewWith(tp, mp, o.Recorder)
 	if err != nil {
 		_ = tp.Shutdown(ctx)
@@ -136,6 +154,10 @@ var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30
 // DurationBuckets returns the buckets of the MCP duration histograms, for
 // the Prometheus side to use the same.
 func DurationBuckets() []float64 { return append([]float64(nil), durationBuckets...) }
+
+// Tracing reports whether t makes spans (OTLP is configured), not only
+// metrics.
+func (t *Telemetry) Tracing() bool { return t != nil && t.tracer != nil }
 
 // Shutdown flushes and stops the exporters.
 func (t *Telemetry) Shutdown(ctx context.Context) error {

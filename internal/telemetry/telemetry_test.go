@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +17,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -387,6 +392,64 @@ func TestOffCostsNothing(t *testing.T) {
 	}
 }
 
+// TestMetricsOnly: with no OTLP endpoint but a Recorder, every operation
+// still reaches the Prometheus side, with its error type and no trace id,
+// and nothing of tracing is made.
+func TestMetricsOnly(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	rec := &fakeRecorder{}
+	tel, err := New(t.Context(), Options{Recorder: rec})
+	if err != nil || tel == nil || tel.Tracing() {
+		t.Fatalf("New without endpoint: %v, %v (tracing %v)", tel, err, tel.Tracing())
+	}
+	if off, _ := New(t.Context(), Options{}); off != nil {
+		t.Fatalf("New without endpoint nor recorder: %v, want nil", off)
+	}
+	ctx, op := tel.StartServer(t.Context(), ServerRequest{Method: "tools/call", Params: json.RawMessage(`{"name":"x"}`)})
+	if ServerOp(ctx) != op || op == nil {
+		t.Fatal("no server operation in the context")
+	}
+	w := WatchResponse(httptest.NewRecorder(), op)
+	cctx, cop := tel.StartClient(ctx, ClientRequest{Method: "tools/call", Tool: "add", Server: "math"})
+	if MetaFields(cctx) != nil || Headers(cctx) != nil || Recording(cctx) {
+		t.Error("metrics only: trace context was made")
+	}
+	cop.ToolError()
+	cop.End()
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`))
+	op.End()
+	rctx := tel.WithClient(t.Context(), ClientRequest{Server: "kit"})
+	_, rop := StartRequest(rctx, "prompts/get", "greet", "")
+	rop.EndRequest(nil)
+	want := []string{"client math tools/call tool_error ", "server tools/call -32602 ", "client kit prompts/get  "}
+	if !slices.Equal(rec.ops, want) {
+		t.Errorf("recorded %q, want %q", rec.ops, want)
+	}
+}
+
+// TestClientErrorType: a provider's JSON-RPC error answer is its code,
+// however wrapped; a failure with no answer is _OTHER.
+func TestClientErrorType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{mcp.ErrInvalidParams, "-32602"},
+		{fmt.Errorf("call add: %w", mcp.ErrMethodNotFound), "-32601"},
+		{(&mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "x"}).AsError(), "-32603"},
+		{(&mcp.JSONRPCErrorDetails{Code: mcp.RESOURCE_NOT_FOUND, Message: "x"}).AsError(), "-32002"},
+		{(&mcp.JSONRPCErrorDetails{Code: mcp.UNSUPPORTED_PROTOCOL_VERSION, Message: "x"}).AsError(), "-32022"},
+		{context.DeadlineExceeded, ErrorOther},
+		{errors.New("broken pipe"), ErrorOther},
+	} {
+		if got := ClientErrorType(tt.err); got != tt.want {
+			t.Errorf("ClientErrorType(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
 func TestBindLog(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -476,5 +539,69 @@ func TestRequestSpans(t *testing.T) {
 	pg := r.span(t, "prompts/get greet")
 	if a := attrs(pg); a["gen_ai.prompt.name"] != "greet" || a["error.type"] != ErrorOther || pg.Status.Code != codes.Error {
 		t.Errorf("prompts/get CLIENT span: %v %v", a, pg.Status)
+	}
+}
+
+// TestMetaFieldsAsPropagator: the trace context written directly is what
+// the W3C propagators write, sampled or not, with state and baggage.
+func TestMetaFieldsAsPropagator(t *testing.T) {
+	t.Parallel()
+	ts, _ := trace.ParseTraceState("k=v,x=y")
+	bag, _ := baggage.Parse("user=a,tenant=b")
+	for _, flags := range []trace.TraceFlags{0, trace.FlagsSampled} {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1, 2, 3}, SpanID: [8]byte{4, 5}, TraceFlags: flags, TraceState: ts})
+		ctx := baggage.ContextWithBaggage(trace.ContextWithSpanContext(t.Context(), sc), bag)
+		want := propagation.MapCarrier{}
+		Propagator().Inject(ctx, want)
+		meta, headers := MetaFields(ctx), Headers(ctx)
+		if len(meta) != len(want) || len(headers) != len(want) {
+			t.Fatalf("fields %v / %v, want %v", meta, headers, want)
+		}
+		for k, v := range want {
+			m, _ := meta[k].(string)
+			h := headers[k]
+			if k == "baggage" {
+				// Members in any order: a baggage is a set.
+				m, h, v = sortedMembers(m), sortedMembers(h), sortedMembers(v)
+			}
+			if m != v || h != v {
+				t.Errorf("%s: %v / %v, want %v", k, m, h, v)
+			}
+		}
+	}
+}
+
+func sortedMembers(b string) string {
+	ms := strings.Split(b, ",")
+	slices.Sort(ms)
+	return strings.Join(ms, ",")
+}
+
+// TestLogHandler: a line logged with a traced context carries its ids,
+// once, also when a BindLog logger bound them; one without a span has none.
+func TestLogHandler(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	var buf bytes.Buffer
+	log := slog.New(LogHandler(slog.NewJSONHandler(&buf, nil)))
+	ctx, op := r.t.StartServer(t.Context(), ServerRequest{Method: "ping"})
+	log.InfoContext(ctx, "by context")
+	BindLog(ctx, log).InfoContext(ctx, "bound")
+	log.With("component", "x").WithGroup("g").InfoContext(ctx, "grouped", "k", "v")
+	log.InfoContext(t.Context(), "untraced")
+	op.End()
+	sc := r.span(t, "ping").SpanContext
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines: %q", len(lines), lines)
+	}
+	for i, l := range lines {
+		want := i < 3
+		if n := strings.Count(l, `"trace_id":"`+sc.TraceID().String()+`"`); (n == 1) != want || n > 1 {
+			t.Errorf("line %s: trace_id %d times, want it %v", l, n, want)
+		}
+		if want && !strings.Contains(l, `"span_id":"`+sc.SpanID().String()+`"`) {
+			t.Errorf("line %s: no span_id", l)
+		}
 	}
 }

@@ -107,6 +107,7 @@ type App struct {
 	released  bool            // after Close: never taken again
 	holder    instance.Holder
 	member    *instance.Membership // with a shared store: replaces the lease
+	changes   *replicaChanges      // with a shared store: other replicas' changes
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -317,6 +318,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.goOwned(func() { a.Runtime.WatchEvents(ctx, cli, a.Engine, a.reconcile) })
 	a.goOwned(func() { a.Providers.RunWorkers(ctx, tick) })
 	a.runReplicas(ctx)
+	a.followChanges(ctx)
 	if cfg.ConfigReload.Enabled {
 		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
 	}

@@ -1,0 +1,113 @@
+package app
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// changeTimeout bounds the application of one change from another
+// replica (a store read and a catalog publish; stops of replaced servers
+// run in the background of the catalog).
+const changeTimeout = 30 * time.Second
+
+// replicaChanges follows what the other replicas of the instance change
+// in the shared store and applies each change through the code path a
+// local change takes; it announces this replica's config reloads.
+type replicaChanges struct {
+	feed store.Changes
+	// remoteReload is set while a reload another replica asked for runs,
+	// so that it is not announced back.
+	remoteReload atomic.Bool
+}
+
+// followChanges starts applying other replicas' changes; nothing without
+// a shared store.
+func (a *App) followChanges(ctx context.Context) {
+	feed, ok := a.Store.(store.Changes)
+	if !ok || a.member == nil {
+		return
+	}
+	a.changes = &replicaChanges{feed: feed}
+	changes := feed.Watch(ctx)
+	a.goOwned(func() {
+		for c := range changes {
+			a.applyChange(ctx, c)
+		}
+	})
+}
+
+// applyChange applies one change another replica made: the changed thing
+// is read from the store again and served as if it had been changed here
+// (the catalog tells the front door, which sends list_changed to this
+// replica's clients).
+func (a *App) applyChange(ctx context.Context, c store.Change) {
+	cctx, cancel := context.WithTimeout(ctx, changeTimeout)
+	defer cancel()
+	log := a.Log.With("component", "replicas", "change", c.Kind, "id", c.ID)
+	switch c.Kind {
+	case store.ChangeInstall:
+		a.reloadInstalls(cctx)
+	case store.ChangeDecision:
+		a.reloadDecision(cctx, c.ID)
+	case store.ChangeConfig:
+		a.changes.remoteReload.Store(true)
+		r := a.Gateway.Reload(cctx, true)
+		a.changes.remoteReload.Store(false)
+		log.Info("config reloaded: another replica reloaded its config", "status", r.Status, "message", r.Message)
+	case store.ChangeResync:
+		// Notices may have been missed while the feed was down (or
+		// before it first listened): read again what they would name.
+		a.reloadInstalls(cctx)
+		if d := a.discovery; d != nil {
+			for _, p := range d.Pending() {
+				a.reloadDecision(cctx, p.Name)
+			}
+			for _, q := range d.Quarantined() {
+				a.reloadDecision(cctx, q.Name)
+			}
+		}
+	default:
+		log.Debug("change of an unknown kind ignored (a newer replica?)")
+		return
+	}
+	log.Debug("applied a change from another replica")
+}
+
+func (a *App) reloadInstalls(ctx context.Context) {
+	if err := a.Manage.Reload(ctx); err != nil {
+		a.Log.Error("installed servers not reloaded after another replica's change", "component", "replicas", "error", err)
+	}
+	// A policy change may leave the served set as it was and change only
+	// what the front door lists (allow_implicit_invocation).
+	if fd := a.Gateway.FrontDoor; fd != nil {
+		fd.Kick()
+	}
+}
+
+// reloadDecision applies another replica's approval or quarantine of a
+// discovered server. (Provider quarantines are not taken over: each
+// replica vets the tools and image its own container serves.)
+func (a *App) reloadDecision(ctx context.Context, id string) {
+	if a.discovery == nil {
+		return
+	}
+	if err := a.discovery.Decided(ctx, id); err != nil {
+		a.Log.Warn("another replica's decision not applied", "component", "replicas", "mcp_server", id, "error", err)
+	}
+}
+
+// configReloaded tells the other replicas that this one put a reloaded
+// config in force, unless they asked for it.
+func (a *App) configReloaded() {
+	if a.changes == nil || a.changes.remoteReload.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+	defer cancel()
+	if err := a.changes.feed.Announce(ctx, store.Change{Kind: store.ChangeConfig}); err != nil {
+		a.Log.Warn("other replicas not told of the config reload", "component", "replicas", "error", err)
+	}
+}

@@ -286,6 +286,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		loader.Execution = cfg.Execution
 		loader.AllowedEgress = cfg.Install.AllowedEgress
 		a.Gateway.HotLoad = loader
+		if a.member != nil {
+			a.Gateway.HotLoad = &replicatedLoader{HotLoader: loader, a: a}
+		}
 	}
 	a.Manage = a.newManage(ctx)
 	a.MCP = a.Gateway.MCPServer()

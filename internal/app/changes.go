@@ -2,9 +2,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/registry"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -57,6 +61,8 @@ func (a *App) applyChange(ctx context.Context, c store.Change) {
 		r := a.Gateway.Reload(cctx, true)
 		a.changes.remoteReload.Store(false)
 		log.Info("config reloaded: another replica reloaded its config", "status", r.Status, "message", r.Message)
+	case store.ChangeHotload, store.ChangeUnload:
+		a.applyHotload(cctx, c, log)
 	case store.ChangeResync:
 		// Notices may have been missed while the feed was down (or
 		// before it first listened): read again what they would name.
@@ -105,9 +111,74 @@ func (a *App) configReloaded() {
 	if a.changes == nil || a.changes.remoteReload.Load() {
 		return
 	}
+	a.announce(store.Change{Kind: store.ChangeConfig})
+}
+
+// announce tells the other replicas of a change that is no store write;
+// a failure is logged (the change holds here).
+func (a *App) announce(c store.Change) {
+	if a.changes == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
 	defer cancel()
-	if err := a.changes.feed.Announce(ctx, store.Change{Kind: store.ChangeConfig}); err != nil {
-		a.Log.Warn("other replicas not told of the config reload", "component", "replicas", "error", err)
+	if err := a.changes.feed.Announce(ctx, c); err != nil {
+		a.Log.Warn("other replicas not told of a change", "component", "replicas", "change", c.Kind, "error", err)
 	}
+}
+
+// hotloadParams are a hot-load's parameters as another replica repeats
+// it (store.ChangeHotload's ID).
+type hotloadParams struct {
+	Name            string   `json:"name"`
+	ForceUnverified bool     `json:"force_unverified,omitempty"`
+	Allow           []string `json:"allow_tools,omitempty"`
+	Deny            []string `json:"deny_tools,omitempty"`
+}
+
+// replicatedLoader is the hot-loader of a replica: a server loaded or
+// unloaded here is loaded or unloaded on the other replicas too (each
+// runs its own copy; hot-loaded servers are not stored).
+type replicatedLoader struct {
+	gateway.HotLoader
+	a *App
+}
+
+func (l *replicatedLoader) Load(ctx context.Context, name string, forceUnverified bool, allow, deny []string) gateway.LoadResult {
+	res := l.HotLoader.Load(ctx, name, forceUnverified, allow, deny)
+	if res.Status == registry.StatusLoaded {
+		id, _ := json.Marshal(hotloadParams{Name: name, ForceUnverified: forceUnverified, Allow: allow, Deny: deny})
+		l.a.announce(store.Change{Kind: store.ChangeHotload, ID: string(id)})
+	}
+	return res
+}
+
+func (l *replicatedLoader) Unload(ctx context.Context, id string) gateway.UnloadResult {
+	res := l.HotLoader.Unload(ctx, id)
+	if res.Status == registry.StatusUnloaded {
+		l.a.announce(store.Change{Kind: store.ChangeUnload, ID: id})
+	}
+	return res
+}
+
+// applyHotload repeats another replica's hot-load or unload here, through
+// the loader itself (so it is not announced back).
+func (a *App) applyHotload(ctx context.Context, c store.Change, log *slog.Logger) {
+	l, ok := a.Gateway.HotLoad.(*replicatedLoader)
+	if !ok {
+		log.Warn("another replica hot-loaded or unloaded a server, but hot-loading is off here")
+		return
+	}
+	if c.Kind == store.ChangeUnload {
+		res := l.HotLoader.Unload(ctx, c.ID)
+		log.Info("unloaded: another replica unloaded it", "status", res.Status)
+		return
+	}
+	var p hotloadParams
+	if err := json.Unmarshal([]byte(c.ID), &p); err != nil || p.Name == "" {
+		log.Warn("hot-load of another replica not understood", "error", err)
+		return
+	}
+	res := l.HotLoader.Load(ctx, p.Name, p.ForceUnverified, p.Allow, p.Deny)
+	log.Info("hot-loaded: another replica loaded it", "name", p.Name, "status", res.Status, "mcp_server", res.MCPServer)
 }

@@ -134,7 +134,7 @@ type changeClient struct {
 	name    string
 	changed chan struct{}
 	tools   func(ctx context.Context) ([]string, error)
-	call    func(ctx context.Context, name string) (string, error)
+	call    func(ctx context.Context, name string, args map[string]any) (string, error)
 }
 
 func signal(c chan struct{}) {
@@ -192,9 +192,9 @@ func mcpgoClient(t *testing.T, url, version string) *changeClient {
 		}
 		return out, nil
 	}
-	cc.call = func(ctx context.Context, name string) (string, error) {
+	cc.call = func(ctx context.Context, name string, args map[string]any) (string, error) {
 		req := mcp.CallToolRequest{}
-		req.Params.Name = name
+		req.Params.Name, req.Params.Arguments = name, args
 		r, err := c.CallTool(ctx, req)
 		if err != nil {
 			return "", err
@@ -233,8 +233,8 @@ func sdkClient(t *testing.T, url, version string) *changeClient {
 		}
 		return out, nil
 	}
-	cc.call = func(ctx context.Context, name string) (string, error) {
-		r, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name})
+	cc.call = func(ctx context.Context, name string, args map[string]any) (string, error) {
+		r, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
 			return "", err
 		}
@@ -331,7 +331,7 @@ func TestReplicasPropagateChanges(t *testing.T) {
 		if err != nil || !slices.Contains(names, "remote__hello") {
 			t.Errorf("%s: tools on the other replica %v, %v; want remote__hello", c.name, names, err)
 		}
-		if out, err := c.call(t.Context(), "remote__hello"); err != nil || out != "hello from remote" {
+		if out, err := c.call(t.Context(), "remote__hello", nil); err != nil || out != "hello from remote" {
 			t.Errorf("%s: remote__hello on the other replica: %q, %v", c.name, out, err)
 		}
 	}
@@ -377,7 +377,7 @@ func TestReplicasPropagateChanges(t *testing.T) {
 	}
 	began = time.Now()
 	reload := mcpgoClient(t, r1.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
-	if out, err := reload.call(t.Context(), "hangar_reload_config"); err != nil || !strings.Contains(out, "success") {
+	if out, err := reload.call(t.Context(), "hangar_reload_config", nil); err != nil || !strings.Contains(out, "success") {
 		t.Fatalf("hangar_reload_config on r1: %q, %v", out, err)
 	}
 	deadline = time.Now().Add(time.Second)
@@ -409,4 +409,56 @@ func anonymous(t *testing.T, url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestReplicasPropagateHotload: a server hot-loaded through one replica is
+// served by the other within a second, whose clients get list_changed;
+// unloaded there, it goes here.
+func TestReplicasPropagateHotload(t *testing.T) {
+	t.Parallel()
+	remote := helloServer(t)
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	entry := `[{"name": "io.github.test/hello", "description": "hello", "version": "1",
+		"remotes": [{"type": "streamable-http", "url": "` + remote + `"}]}]`
+	if err := os.WriteFile(catalog, []byte(entry), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path, instance := replicaConfig(t, fmt.Sprintf("registry: {url: \"\", catalog_file: %q, verified_namespaces: [\"io.github.test/\"]}\n", catalog))
+	r1 := startReplica(t, path, instance, "r1")
+	r2 := startReplica(t, path, instance, "r2")
+	clients := []*changeClient{sdkClient(t, r2.URL, mcp.LATEST_PROTOCOL_VERSION), mcpgoClient(t, r2.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION)}
+	awaitStreams(t, r2, clients)
+	loader := mcpgoClient(t, r1.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+
+	began := time.Now()
+	out, err := loader.call(t.Context(), "hangar_load", map[string]any{"name": "io.github.test/hello"})
+	if err != nil || !strings.Contains(out, `"loaded"`) {
+		t.Fatalf("hangar_load on r1: %s, %v", out, err)
+	}
+	lat := awaitChanged(t, "hangar_load", began, clients)
+	var id string
+	for _, e := range r2.Gateway.Catalog.List() {
+		if e.Source == "hotload" {
+			id = e.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("nothing hot-loaded on the other replica; hangar_load on r1 answered %s", out)
+	}
+	for _, c := range clients {
+		if out, err := c.call(t.Context(), id+"__hello", nil); err != nil || out != "hello from remote" {
+			t.Errorf("%s: %s__hello on the other replica: %q, %v", c.name, id, out, err)
+		}
+	}
+	began = time.Now()
+	if out, err := loader.call(t.Context(), "hangar_unload", map[string]any{"mcp_server": id}); err != nil || !strings.Contains(out, `"unloaded"`) {
+		t.Fatalf("hangar_unload on r1: %s, %v", out, err)
+	}
+	lat = append(lat, awaitChanged(t, "hangar_unload", began, clients)...)
+	if _, ok := r2.Gateway.Catalog.Get(id); ok {
+		t.Errorf("%s still served by the other replica after hangar_unload", id)
+	}
+	// The other replica loads the server itself (a registry lookup and a
+	// handshake) before its clients hear of it.
+	t.Logf("hot-load propagation (answer on r1 → list_changed at r2's clients): load %v, unload %v", lat[:2], lat[2:])
 }

@@ -32,6 +32,12 @@ const (
 	// ChangeConfig: a replica reloaded the config file (Announce): the
 	// others reload theirs (servers, tokens, rate limits).
 	ChangeConfig = "config"
+	// ChangeHotload: a replica hot-loaded a registry server (Announce);
+	// ID is the load's parameters as JSON (registry name, tool patterns:
+	// names, never values). Hot-loaded servers live in memory only.
+	ChangeHotload = "hotload"
+	// ChangeUnload: a replica unloaded the hot-loaded server ID.
+	ChangeUnload = "unload"
 	// ChangeResync: the feed was (re)connected and notices may have been
 	// missed meanwhile: re-read everything.
 	ChangeResync = "resync"
@@ -51,7 +57,7 @@ type Changes interface {
 	// ChangeResync once listening, and another follows every reconnect.
 	Watch(ctx context.Context) <-chan Change
 	// Announce tells the other processes of a change that is no store
-	// write (a config reload).
+	// write (a config reload, a hot-load).
 	Announce(ctx context.Context, c Change) error
 }
 

@@ -41,6 +41,8 @@ func (a *App) followChanges(ctx context.Context) {
 			a.applyChange(ctx, c)
 		}
 	})
+	// The others share their rate limits with this replica from now on.
+	a.announce(store.Change{Kind: store.ChangeMembers})
 }
 
 // applyChange applies one change another replica made: the changed thing
@@ -61,11 +63,14 @@ func (a *App) applyChange(ctx context.Context, c store.Change) {
 		r := a.Gateway.Reload(cctx, true)
 		a.changes.remoteReload.Store(false)
 		log.Info("config reloaded: another replica reloaded its config", "status", r.Status, "message", r.Message)
+	case store.ChangeMembers:
+		a.shareRateLimits(cctx)
 	case store.ChangeHotload, store.ChangeUnload:
 		a.applyHotload(cctx, c, log)
 	case store.ChangeResync:
 		// Notices may have been missed while the feed was down (or
 		// before it first listened): read again what they would name.
+		a.shareRateLimits(cctx)
 		a.reloadInstalls(cctx)
 		if d := a.discovery; d != nil {
 			for _, p := range d.Pending() {
@@ -120,7 +125,8 @@ func (a *App) announce(c store.Change) {
 	if a.changes == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+	// Not cut off by shutdown: a replica leaving announces it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 10*time.Second)
 	defer cancel()
 	if err := a.changes.feed.Announce(ctx, c); err != nil {
 		a.Log.Warn("other replicas not told of a change", "component", "replicas", "change", c.Kind, "error", err)
@@ -181,4 +187,22 @@ func (a *App) applyHotload(ctx context.Context, c store.Change, log *slog.Logger
 	}
 	res := l.HotLoader.Load(ctx, p.Name, p.ForceUnverified, p.Allow, p.Deny)
 	log.Info("hot-loaded: another replica loaded it", "name", p.Name, "status", res.Status, "mcp_server", res.MCPServer)
+}
+
+// shareRateLimits divides every rate-limit bucket by the number of live
+// replicas: behind a balancer that spreads a client's requests, N replicas
+// together then admit the configured rate (see auth.Limiter).
+func (a *App) shareRateLimits(ctx context.Context) {
+	if a.member == nil || a.Gateway.RateLimiter == nil {
+		return
+	}
+	n, err := a.member.Live(ctx)
+	if err != nil {
+		a.Log.Warn("live replicas not counted; rate limits keep their share", "component", "replicas", "error", err)
+		return
+	}
+	if old := a.Gateway.RateLimiter.Share(); old != n {
+		a.Gateway.RateLimiter.SetShare(n)
+		a.Log.Info("rate limits shared by the live replicas", "component", "replicas", "replicas", n, "was", old)
+	}
 }

@@ -78,6 +78,9 @@ func (a *App) runReplicas(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				a.Log.Warn("replicas whose heartbeat stopped not reaped yet", "error", err)
 			}
+			// A replica that died announced nothing: its share of the
+			// rate limits comes back once its heartbeat is stale.
+			a.shareRateLimits(ctx)
 		}
 	})
 }
@@ -87,7 +90,11 @@ func (a *App) leaveReplicas(ctx context.Context) error {
 	if a.member == nil {
 		return nil
 	}
-	return a.member.Leave(ctx)
+	err := a.member.Leave(ctx)
+	if err == nil {
+		a.announce(store.Change{Kind: store.ChangeMembers})
+	}
+	return err
 }
 
 // engineID is the Docker engine's ID, "" when it cannot be asked: such a

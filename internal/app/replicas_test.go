@@ -36,7 +36,8 @@ import (
 // replica is one gateway of a test instance, serving HTTP on 127.0.0.1.
 type replica struct {
 	*App
-	URL string // …/mcp
+	URL  string // …/mcp
+	stop func() // shuts it down (once; the cleanup calls it too)
 }
 
 // startReplica runs a gateway of instance on the config file at path.
@@ -59,7 +60,7 @@ func startReplica(t *testing.T, path, instance, name string) *replica {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- a.ServeHTTP(ctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("replica %s: ServeHTTP: %v", name, err)
@@ -70,7 +71,8 @@ func startReplica(t *testing.T, path, instance, name string) *replica {
 			t.Errorf("replica %s: Close: %v", name, err)
 		}
 	})
-	return &replica{App: a, URL: "http://" + ln.Addr().String() + "/mcp"}
+	t.Cleanup(stop)
+	return &replica{App: a, URL: "http://" + ln.Addr().String() + "/mcp", stop: stop}
 }
 
 // replicaConfig is a config file of an instance on a fresh schema of the
@@ -461,4 +463,85 @@ func TestReplicasPropagateHotload(t *testing.T) {
 	// The other replica loads the server itself (a registry lookup and a
 	// handshake) before its clients hear of it.
 	t.Logf("hot-load propagation (answer on r1 → list_changed at r2's clients): load %v, unload %v", lat[:2], lat[2:])
+}
+
+// TestReplicasShareRateLimits: two replicas behind a round-robin client
+// admit together at most the token's rate (plus its burst) +10%; when one
+// leaves, the other admits the whole rate again.
+func TestReplicasShareRateLimits(t *testing.T) {
+	t.Parallel()
+	const tok = "hgr_ratelimit-0123456789abcdef"
+	rl := config.RateLimit{RPS: 20, Burst: 10}
+	path, instance := replicaConfig(t, fmt.Sprintf("auth: {tokens: [{name: agent, token: %q, scopes: [hangar:read], "+
+		"rate_limit: {rps: %v, burst: %d}}]}\n", tok, rl.RPS, rl.Burst))
+	r1 := startReplica(t, path, instance, "r1")
+	r2 := startReplica(t, path, instance, "r2")
+	waitShare := func(want int, rs ...*replica) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for _, r := range rs {
+			for r.Gateway.RateLimiter.Share() != want {
+				if time.Now().After(deadline) {
+					t.Fatalf("rate limit share %d, want %d", r.Gateway.RateLimiter.Share(), want)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	waitShare(2, r1, r2)
+
+	// hammer sends requests as fast as 4 clients can for d, round-robin
+	// over urls, and counts those not refused with 429.
+	hammer := func(d time.Duration, urls ...string) (admitted int, elapsed time.Duration) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		began := time.Now()
+		var next int
+		for range 4 {
+			wg.Go(func() {
+				for time.Since(began) < d {
+					mu.Lock()
+					url := urls[next%len(urls)]
+					next++
+					mu.Unlock()
+					req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+					req.Header.Set("Authorization", "Bearer "+tok)
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusTooManyRequests {
+						mu.Lock()
+						admitted++
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return admitted, time.Since(began)
+	}
+	check := func(what string, admitted int, elapsed time.Duration) {
+		t.Helper()
+		limit := rl.RPS*elapsed.Seconds() + float64(rl.Burst)
+		t.Logf("%s: admitted %d in %v; configured rate + burst: %.0f", what, admitted, elapsed.Round(time.Millisecond), limit)
+		if float64(admitted) > 1.1*limit {
+			t.Errorf("%s: admitted %d, want at most %.0f +10%%", what, admitted, limit)
+		}
+		if float64(admitted) < 0.8*limit {
+			t.Errorf("%s: admitted %d, want about %.0f (the configured rate)", what, admitted, limit)
+		}
+	}
+	admitted, elapsed := hammer(3*time.Second, r1.URL, r2.URL)
+	check("2 replicas", admitted, elapsed)
+
+	r2.stop()
+	waitShare(1, r1)
+	admitted, elapsed = hammer(3*time.Second, r1.URL)
+	check("1 replica after the other left", admitted, elapsed)
 }

@@ -73,3 +73,54 @@ func TestRetryAfterSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestLimiterShareAcrossReplicas: n replicas, each with a share of n,
+// admit together at most the configured rate (plus one burst) +10% when a
+// balancer spreads a client's requests over them, and less when it does
+// not.
+func TestLimiterShareAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		replicas int
+		rl       config.RateLimit
+		spread   bool // round-robin; else every request to the first replica
+	}{
+		{1, config.RateLimit{RPS: 10, Burst: 20}, true},
+		{2, config.RateLimit{RPS: 10, Burst: 20}, true},
+		{3, config.RateLimit{RPS: 10, Burst: 20}, true},
+		{5, config.RateLimit{RPS: 7, Burst: 3}, true},
+		{4, config.RateLimit{RPS: 100, Burst: 1}, true},
+		{3, config.RateLimit{RPS: 10, Burst: 20}, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d replicas %+v spread=%v", tt.replicas, tt.rl, tt.spread), func(t *testing.T) {
+			t.Parallel()
+			c := &clock{time.Unix(1_000_000, 0)}
+			replicas := make([]*Limiter, tt.replicas)
+			for i := range replicas {
+				replicas[i] = NewLimiter(10, time.Minute, c.now)
+				replicas[i].SetShare(tt.replicas)
+			}
+			const window = 10 * time.Second
+			const every = time.Millisecond // far above any configured rate
+			admitted := 0
+			for i := 0; time.Duration(i)*every < window; i++ {
+				r := replicas[0]
+				if tt.spread {
+					r = replicas[i%len(replicas)]
+				}
+				if ok, _ := r.Allow("agent", tt.rl); ok {
+					admitted++
+				}
+				c.t = c.t.Add(every)
+			}
+			limit := tt.rl.RPS*window.Seconds() + float64(tt.rl.Burst)
+			if float64(admitted) > 1.1*limit {
+				t.Errorf("admitted %d in %s, want at most %.0f +10%%", admitted, window, limit)
+			}
+			if tt.spread && float64(admitted) < 0.9*limit {
+				t.Errorf("admitted %d in %s, want about %.0f (the configured rate)", admitted, window, limit)
+			}
+		})
+	}
+}

@@ -38,6 +38,9 @@ const (
 	ChangeHotload = "hotload"
 	// ChangeUnload: a replica unloaded the hot-loaded server ID.
 	ChangeUnload = "unload"
+	// ChangeMembers: a replica joined or left (Announce); the others
+	// count the live replicas again (rate limits are shared by them).
+	ChangeMembers = "members"
 	// ChangeResync: the feed was (re)connected and notices may have been
 	// missed meanwhile: re-read everything.
 	ChangeResync = "resync"

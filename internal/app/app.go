@@ -244,6 +244,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	if a.member != nil {
+		a.Gateway.SetReplica(a.member.Self.Replica)
+	}
 	a.Gateway.Telemetry = a.Telemetry
 	a.Images.Engine.Puller().Pulled = a.Metrics.ImagePulled
 	if a.DataDir != "" {
@@ -492,6 +495,9 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = int64(a.Gateway.Config().Execution.MaxRequestBodyBytes)
+	}
+	if o.Forward == nil {
+		o.Forward = a.forwarder(o.MaxBodyBytes)
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	defer ep.Close()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-hangar/hangar/internal/forward"
 	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -108,4 +110,21 @@ func (a *App) engineID(ctx context.Context) string {
 		return ""
 	}
 	return info.Info.ID
+}
+
+// forwarder passes requests for the ids of other replicas (sessions,
+// continuations, requestStates) to them; nil without replicas.
+func (a *App) forwarder(maxBody int64) func(http.Handler) http.Handler {
+	if a.member == nil {
+		return nil
+	}
+	m := a.member
+	r := &forward.Router{
+		Self:    m.Self.Replica,
+		Members: func(ctx context.Context) ([]store.Member, error) { return m.Store.Members(ctx, m.Self.Instance) },
+		Live:    m.TTL(),
+		MaxBody: maxBody,
+		Log:     a.Log.With("component", "forward"),
+	}
+	return r.Middleware
 }

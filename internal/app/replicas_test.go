@@ -137,6 +137,7 @@ type changeClient struct {
 	changed chan struct{}
 	tools   func(ctx context.Context) ([]string, error)
 	call    func(ctx context.Context, name string, args map[string]any) (string, error)
+	close   func() // ends it (the cleanup does too)
 }
 
 func signal(c chan struct{}) {
@@ -152,7 +153,7 @@ func mcpgoClient(t *testing.T, url, version string) *changeClient {
 	t.Helper()
 	cc := &changeClient{name: "mcp-go " + version, changed: make(chan struct{}, 64)}
 	var topts []transport.StreamableHTTPCOption
-	var copts []mcpclient.ClientOption
+	copts := []mcpclient.ClientOption{mcpclient.WithElicitationHandler(person{})}
 	legacy := version == mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	if legacy {
 		topts = append(topts, transport.WithContinuousListening())
@@ -169,7 +170,8 @@ func mcpgoClient(t *testing.T, url, version string) *changeClient {
 		}
 	})
 	life, end := context.WithCancel(context.Background())
-	t.Cleanup(func() { end(); _ = c.Close() })
+	cc.close = sync.OnceFunc(func() { end(); _ = c.Close() })
+	t.Cleanup(cc.close)
 	if err := c.Start(life); err != nil {
 		t.Fatal(err)
 	}
@@ -212,18 +214,30 @@ func mcpgoClient(t *testing.T, url, version string) *changeClient {
 	return cc
 }
 
+// person answers elicitation requests like a user would.
+type person struct{}
+
+func (person) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"name": "ada"}}}, nil
+}
+
 // sdkClient connects the official go-sdk client.
 func sdkClient(t *testing.T, url, version string) *changeClient {
 	t.Helper()
 	cc := &changeClient{name: "go-sdk " + version, changed: make(chan struct{}, 64)}
 	c := sdk.NewClient(&sdk.Implementation{Name: "replicas", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { signal(cc.changed) },
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		},
 	})
 	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("%s: connect: %v", cc.name, err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	cc.close = sync.OnceFunc(func() { _ = s.Close() })
+	t.Cleanup(cc.close)
 	cc.tools = func(ctx context.Context) ([]string, error) {
 		r, err := s.ListTools(ctx, nil)
 		if err != nil {

@@ -44,6 +44,10 @@ type HTTPOptions struct {
 	// local, as a loopback gateway without tokens does: app.ServeHTTP
 	// always sets it from the config and the listen address.
 	Auth *auth.HTTP
+	// Forward, when set, wraps /mcp first: it passes requests for another
+	// replica's ids there (forward.Router.Middleware), before they are
+	// authenticated or counted here (the owner does both).
+	Forward func(http.Handler) http.Handler
 }
 
 // Management is the management protocol's HTTP side (seed 003).
@@ -78,6 +82,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	// The session table, not mcp-go, owns session ids and their expiry
 	// (sessions.go); mcp-go's own idle sweeper stays off.
 	sessions := newSessionTable(o.MaxSessions, o.MaxSessionsPerIdentity, o.SessionIdleTTL, g.Log.With("component", "sessions"))
+	sessions.replica = g.replica
 	streamable := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sessions),
@@ -111,7 +116,11 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	// Order: authentication before the body is read; the envelope check
 	// (413, -32600) reads it once; the scope guard refuses before any
 	// session is looked up or created; then sessions, then mcp-go.
-	mux.Handle("/mcp", o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler))))))
+	var endpoint http.Handler = o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler)))))
+	if o.Forward != nil {
+		endpoint = o.Forward(endpoint)
+	}
+	mux.Handle("/mcp", endpoint)
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/forward"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
@@ -47,6 +48,10 @@ var errUnknownState = errors.New("hangar: unknown or expired requestState; call 
 type inputRounds struct {
 	ttl time.Duration
 	max int
+
+	// replica is named in every requestState (forward.ID); "" without
+	// replicas.
+	replica string
 
 	mu    sync.Mutex
 	calls map[string]*roundCall // by requestState
@@ -245,7 +250,7 @@ func (r *inputRounds) admit(c *roundCall) error {
 		return fmt.Errorf("hangar: %d calls already wait for their clients' input, the most the gateway keeps; try again later", r.max)
 	}
 	c.admitted = true
-	c.state = rand.Text() // 130 bits from the CSPRNG
+	c.state = forward.ID(rand.Text(), r.replica) // 130 bits from the CSPRNG
 	r.calls[c.state] = c
 	return nil
 }

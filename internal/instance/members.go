@@ -64,6 +64,9 @@ func (m *Membership) every() time.Duration {
 // ttl is how old a heartbeat may be before its replica counts as gone.
 func (m *Membership) ttl() time.Duration { return heartbeatsLost * m.every() }
 
+// TTL is how old a heartbeat may be before its replica counts as gone.
+func (m *Membership) TTL() time.Duration { return m.ttl() }
+
 func (m *Membership) log() *slog.Logger {
 	if m.Log != nil {
 		return m.Log

@@ -1,0 +1,255 @@
+// Package forward lets any replica of an instance serve any request
+// behind a plain round-robin balancer. A 2026-07-28 request is stateless
+// and served where it lands; what lives in one replica's memory (a
+// 2025-11-25 session, a continuation, a multi round-trip call waiting for
+// its client's answers) has an id that names the replica holding it (ID),
+// and a request that carries such an id and lands on another replica is
+// passed over HTTP to the owner's advertised URL (Router.Middleware),
+// streaming answers included; the client notices nothing. When the owner
+// is gone (no live membership row, or it cannot be reached) the request is
+// served where it landed, which answers as for any unknown id: 404 for a
+// session, "expired" for a continuation or a requestState.
+package forward
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-hangar/hangar/internal/store"
+)
+
+// Header marks a forwarded request with the replica that forwarded it: a
+// request carrying it is served where it arrives, never forwarded again.
+const Header = "X-Hangar-Forwarded-By"
+
+// sep ends an id's random part and starts its owner's name: it is in no
+// base32 or hex random part and in no replica name (instance.CheckReplica),
+// and is a visible ASCII character, as a session id must be.
+const sep = "~"
+
+// ID is the id random gets on replica: random itself without replicas
+// (replica ""), else random, sep and the replica's name.
+func ID(random, replica string) string {
+	if replica == "" {
+		return random
+	}
+	return random + sep + replica
+}
+
+// Owner is the replica an id names, "" when it names none.
+func Owner(id string) string {
+	i := strings.LastIndex(id, sep)
+	if i < 0 {
+		return ""
+	}
+	return id[i+len(sep):]
+}
+
+// sessionHeader is the 2025-11-25 session id header (mcp-go's
+// server.HeaderKeySessionID).
+const sessionHeader = "Mcp-Session-Id"
+
+// Router forwards the requests of ids owned by other replicas.
+type Router struct {
+	// Self is this replica's name.
+	Self string
+	// Members lists the instance's replicas (store.Members.Members).
+	Members func(ctx context.Context) ([]store.Member, error)
+	// Live is how old a heartbeat may be for its replica to count as live.
+	Live time.Duration
+	// MaxBody bounds the request body read to find an id in it; a bigger
+	// one is served here (which refuses it as too large).
+	MaxBody int64
+	Log     *slog.Logger
+
+	once  sync.Once
+	proxy *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	members map[string]store.Member // by replica, as of readAt
+	readAt  time.Time
+}
+
+// membersFresh is how long a read of the membership rows is used: the
+// rows change at joins, leaves and heartbeats (seconds apart), and a
+// forward must not cost a store read.
+const membersFresh = time.Second
+
+type ownerKey struct{}
+
+func (f *Router) init() {
+	f.once.Do(func() {
+		if f.Log == nil {
+			f.Log = slog.Default()
+		}
+		f.proxy = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				target := pr.In.Context().Value(ownerKey{}).(*url.URL)
+				pr.SetURL(target)
+				pr.Out.URL.Path = pr.In.URL.Path // the advertised URL names the host, the request its path
+				pr.Out.URL.RawPath = pr.In.URL.RawPath
+				pr.Out.Header.Set(Header, f.Self)
+				// Authorization, Mcp-Session-Id, MCP-Protocol-Version and the
+				// rest pass on as they came: the owner authenticates the
+				// caller itself.
+			},
+			// Server-Sent Events: every event is passed on at once.
+			FlushInterval: -1,
+			ErrorHandler:  f.unreachable,
+		}
+	})
+}
+
+// Middleware passes a request that names another live replica's id to that
+// replica, and every other request to next.
+func (f *Router) Middleware(next http.Handler) http.Handler {
+	f.init()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(Header) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		owner := Owner(r.Header.Get(sessionHeader))
+		var body []byte
+		if r.Method == http.MethodPost && r.Body != nil {
+			var whole bool
+			body, whole = f.read(r)
+			if !whole { // over the limit: served here, which refuses it
+				next.ServeHTTP(w, r)
+				return
+			}
+			if owner == "" || owner == f.Self {
+				owner = ownerIn(body)
+			}
+		}
+		if owner == "" || owner == f.Self {
+			next.ServeHTTP(w, r)
+			return
+		}
+		target, ok := f.lookup(r.Context(), owner)
+		if !ok {
+			// Gone: the id is unknown here, and answered so.
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx := context.WithValue(r.Context(), ownerKey{}, target)
+		ctx = context.WithValue(ctx, fallbackKey{}, fallback{next: next, in: r, body: body})
+		fr := r.WithContext(ctx)
+		fr.Body = replay(body)
+		f.proxy.ServeHTTP(w, fr)
+	})
+}
+
+type fallbackKey struct{}
+
+// fallback serves a request whose owner could not be reached here.
+type fallback struct {
+	next http.Handler
+	in   *http.Request // as it came (the proxy's error handler gets its copy)
+	body []byte
+}
+
+// unreachable serves a request here when its owner could not be reached
+// (it died before its heartbeat went stale): the id is unknown here, and
+// the caller gets the answer for an unknown id, as when the owner is gone.
+func (f *Router) unreachable(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(r.Context().Err(), context.Canceled) {
+		return // the caller went away
+	}
+	fb := r.Context().Value(fallbackKey{}).(fallback)
+	f.Log.Warn("owner replica unreachable; served here as an unknown id", "error", err, "path", r.URL.Path)
+	in := fb.in.Clone(fb.in.Context())
+	in.Body = replay(fb.body)
+	fb.next.ServeHTTP(w, in)
+}
+
+// read reads r's body up to MaxBody and puts it back; whole is false when
+// it is bigger (r.Body then reads all of it, as it came).
+func (f *Router) read(r *http.Request) (body []byte, whole bool) {
+	limit := f.MaxBody
+	if limit <= 0 {
+		limit = 16 << 20
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil || int64(len(b)) > limit {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+		return nil, false
+	}
+	_ = r.Body.Close()
+	r.Body = replay(b)
+	return b, true
+}
+
+func replay(b []byte) io.ReadCloser {
+	if b == nil {
+		return http.NoBody
+	}
+	return io.NopCloser(bytes.NewReader(b))
+}
+
+// ownerIn is the replica named by a tools/call's requestState or its
+// continuation_id argument, "" when none.
+func ownerIn(body []byte) string {
+	if !bytes.Contains(body, []byte(sep)) {
+		return "" // no id of another replica: not worth decoding
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestState string `json:"requestState"`
+			Arguments    struct {
+				ContinuationID any `json:"continuation_id"`
+			} `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" {
+		return ""
+	}
+	if o := Owner(m.Params.RequestState); o != "" {
+		return o
+	}
+	if id, ok := m.Params.Arguments.ContinuationID.(string); ok {
+		return Owner(id)
+	}
+	return ""
+}
+
+// lookup is the advertised URL of replica when it is live.
+func (f *Router) lookup(ctx context.Context, replica string) (*url.URL, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Since(f.readAt) > membersFresh {
+		ms, err := f.Members(ctx)
+		if err != nil {
+			f.Log.Warn("replica membership not read; requests for other replicas' ids are served here", "error", err)
+		} else {
+			f.members = make(map[string]store.Member, len(ms))
+			for _, m := range ms {
+				f.members[m.Replica] = m
+			}
+			f.readAt = time.Now()
+		}
+	}
+	m, ok := f.members[replica]
+	if !ok || m.AdvertiseURL == "" || time.Since(m.HeartbeatAt) >= f.Live {
+		return nil, false
+	}
+	u, err := url.Parse(m.AdvertiseURL)
+	if err != nil || u.Host == "" {
+		return nil, false
+	}
+	return u, true
+}

@@ -111,6 +111,9 @@ type App struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
+
+	// quarantines are the provider quarantines kept in the store.
+	quarantines *gateway.Quarantines
 }
 
 // NewLogger builds the slog logger the config asks for.
@@ -232,6 +235,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		log.Error("provider quarantines not restored", "error", err)
 	}
+	a.quarantines = quarantines
 	// Installed servers' secrets are resolved from the keystore at launch.
 	a.Providers = provider.NewManager(&manage.SecretLauncher{Next: launcher, Secrets: a.Store}, provider.Options{
 		Log:         log,

@@ -98,15 +98,26 @@ func (a *App) reloadInstalls(ctx context.Context) {
 	}
 }
 
-// reloadDecision applies another replica's approval or quarantine of a
-// discovered server. (Provider quarantines are not taken over: each
-// replica vets the tools and image its own container serves.)
+// reloadDecision applies another replica's decisions about id: an
+// approval or quarantine of a discovered server, and the approval of a
+// provider quarantine (hangar_approve there). A new provider quarantine
+// is not taken over: each replica vets the tools and image its own
+// container serves, and quarantines on its own.
 func (a *App) reloadDecision(ctx context.Context, id string) {
-	if a.discovery == nil {
+	if a.discovery != nil {
+		if err := a.discovery.Decided(ctx, id); err != nil {
+			a.Log.Warn("another replica's decision not applied", "component", "replicas", "mcp_server", id, "error", err)
+		}
+	}
+	kept, err := a.quarantines.Reload(ctx, id)
+	if err != nil {
+		a.Log.Warn("another replica's decision not applied", "component", "replicas", "mcp_server", id, "error", err)
 		return
 	}
-	if err := a.discovery.Decided(ctx, id); err != nil {
-		a.Log.Warn("another replica's decision not applied", "component", "replicas", "mcp_server", id, "error", err)
+	if p, ok := a.Providers.Get(id); ok && !kept && p.Reconsider(ctx) {
+		if fd := a.Gateway.FrontDoor; fd != nil {
+			fd.Kick() // its tools are served again
+		}
 	}
 }
 

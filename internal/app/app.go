@@ -501,7 +501,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 		o.MaxBodyBytes = int64(a.Gateway.Config().Execution.MaxRequestBodyBytes)
 	}
 	if o.Forward == nil {
-		o.Forward = a.forwarder(o.MaxBodyBytes)
+		o.Forward = a.forwarder()
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	defer ep.Close()

@@ -114,7 +114,7 @@ func (a *App) engineID(ctx context.Context) string {
 
 // forwarder passes requests for the ids of other replicas (sessions,
 // continuations, requestStates) to them; nil without replicas.
-func (a *App) forwarder(maxBody int64) func(http.Handler) http.Handler {
+func (a *App) forwarder() func(http.Handler) http.Handler {
 	if a.member == nil {
 		return nil
 	}
@@ -123,7 +123,6 @@ func (a *App) forwarder(maxBody int64) func(http.Handler) http.Handler {
 		Self:    m.Self.Replica,
 		Members: func(ctx context.Context) ([]store.Member, error) { return m.Store.Members(ctx, m.Self.Instance) },
 		Live:    m.TTL(),
-		MaxBody: maxBody,
 		Log:     a.Log.With("component", "forward"),
 	}
 	return r.Middleware

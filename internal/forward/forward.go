@@ -67,9 +67,10 @@ type Router struct {
 	Members func(ctx context.Context) ([]store.Member, error)
 	// Live is how old a heartbeat may be for its replica to count as live.
 	Live time.Duration
-	// MaxBody bounds the request body read to find an id in it; a bigger
-	// one is served here (which refuses it as too large).
-	MaxBody int64
+	// Peek bounds the request body read (before the caller is
+	// authenticated) to find an id in it (default 1 MiB): a bigger one
+	// is forwarded only for its session header, else served here.
+	Peek int64
 	Log     *slog.Logger
 
 	once  sync.Once
@@ -121,14 +122,10 @@ func (f *Router) Middleware(next http.Handler) http.Handler {
 		}
 		owner := Owner(r.Header.Get(sessionHeader))
 		var body []byte
+		replayable := true
 		if r.Method == http.MethodPost && r.Body != nil {
-			var whole bool
-			body, whole = f.read(r)
-			if !whole { // over the limit: served here, which refuses it
-				next.ServeHTTP(w, r)
-				return
-			}
-			if owner == "" || owner == f.Self {
+			body, replayable = f.read(r)
+			if replayable && (owner == "" || owner == f.Self) {
 				owner = ownerIn(body)
 			}
 		}
@@ -143,9 +140,11 @@ func (f *Router) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), ownerKey{}, target)
-		ctx = context.WithValue(ctx, fallbackKey{}, fallback{next: next, in: r, body: body})
+		ctx = context.WithValue(ctx, fallbackKey{}, fallback{next: next, in: r, body: body, replayable: replayable})
 		fr := r.WithContext(ctx)
-		fr.Body = replay(body)
+		if replayable {
+			fr.Body = replay(body)
+		}
 		f.proxy.ServeHTTP(w, fr)
 	})
 }
@@ -157,6 +156,9 @@ type fallback struct {
 	next http.Handler
 	in   *http.Request // as it came (the proxy's error handler gets its copy)
 	body []byte
+	// replayable: body is all of it (a bigger one went to the proxy as
+	// it came, and is gone).
+	replayable bool
 }
 
 // unreachable serves a request here when its owner could not be reached
@@ -167,18 +169,24 @@ func (f *Router) unreachable(w http.ResponseWriter, r *http.Request, err error) 
 		return // the caller went away
 	}
 	fb := r.Context().Value(fallbackKey{}).(fallback)
+	if !fb.replayable {
+		f.Log.Warn("owner replica unreachable", "error", err, "path", r.URL.Path)
+		http.Error(w, "Bad Gateway: the gateway replica holding this session does not answer; send initialize to start a new one",
+			http.StatusBadGateway)
+		return
+	}
 	f.Log.Warn("owner replica unreachable; served here as an unknown id", "error", err, "path", r.URL.Path)
 	in := fb.in.Clone(fb.in.Context())
 	in.Body = replay(fb.body)
 	fb.next.ServeHTTP(w, in)
 }
 
-// read reads r's body up to MaxBody and puts it back; whole is false when
+// read reads r's body up to Peek and puts it back; whole is false when
 // it is bigger (r.Body then reads all of it, as it came).
 func (f *Router) read(r *http.Request) (body []byte, whole bool) {
-	limit := f.MaxBody
+	limit := f.Peek
 	if limit <= 0 {
-		limit = 16 << 20
+		limit = 1 << 20
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil || int64(len(b)) > limit {

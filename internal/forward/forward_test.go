@@ -57,7 +57,7 @@ func TestOwnerIn(t *testing.T) {
 // replicas is a router of replica r1 whose members are the given
 // replicas at the given URLs (heartbeat now, unless stale).
 func router(urls map[string]string, stale ...string) *Router {
-	return &Router{Self: "r1", Live: 15 * time.Second, MaxBody: 1 << 10, Members: func(context.Context) ([]store.Member, error) {
+	return &Router{Self: "r1", Live: 15 * time.Second, Peek: 1 << 10, Members: func(context.Context) ([]store.Member, error) {
 		var ms []store.Member
 		for name, u := range urls {
 			beat := time.Now()
@@ -124,7 +124,8 @@ func TestMiddleware(t *testing.T) {
 		{"owner gone (stale heartbeat)", http.MethodPost, "A~r3", "", `{"method":"ping"}`, "here"},
 		{"owner unknown", http.MethodPost, "A~r7", "", `{"method":"ping"}`, "here"},
 		{"owner unreachable", http.MethodPost, "A~r4", "", `{"method":"ping"}`, "here"},
-		{"body over the limit", http.MethodPost, "", "", long, "here"},
+		{"body over the peek, its id not read", http.MethodPost, "", "", long, "here"},
+		{"body over the peek in another replica's session", http.MethodPost, "A~r2", "", long, "r2"},
 	}
 	for _, tt := range tests {
 		req := httptest.NewRequest(tt.method, "/mcp", strings.NewReader(tt.body))
@@ -152,12 +153,22 @@ func TestMiddleware(t *testing.T) {
 		}
 	}
 
+	// An unreachable owner of a session whose big body went to it cannot
+	// be served here any more.
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(long))
+	req.Header.Set(sessionHeader, "A~r4")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadGateway {
+		t.Errorf("big body, owner unreachable: %d %s, want 502", rec.Code, rec.Body)
+	}
+
 	// A stream from the owner arrives event by event.
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/mcp?wait=1", nil)
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/mcp?wait=1", nil)
 	req.Header.Set(sessionHeader, "A~r2")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

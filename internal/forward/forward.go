@@ -71,7 +71,7 @@ type Router struct {
 	// authenticated) to find an id in it (default 1 MiB): a bigger one
 	// is forwarded only for its session header, else served here.
 	Peek int64
-	Log     *slog.Logger
+	Log  *slog.Logger
 
 	once  sync.Once
 	proxy *httputil.ReverseProxy

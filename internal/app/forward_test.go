@@ -38,7 +38,10 @@ type balancer struct {
 func newBalancer(t *testing.T, rs ...*replica) *balancer {
 	b := &balancer{counts: map[string]int{}}
 	var next atomic.Int64
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
 	p := &httputil.ReverseProxy{
+		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			r := rs[int(next.Add(1))%len(rs)]
 			u, _ := url.Parse(r.URL)

@@ -140,6 +140,16 @@ type changeClient struct {
 	close   func() // ends it (the cleanup does too)
 }
 
+// httpClient is a test's own HTTP client: its connections are closed once
+// the test's MCP clients are (the cleanup runs before the replicas stop),
+// so that a replica's drain does not wait for a connection its client
+// dialled and never used (net/http's Shutdown waits up to 5 s for those).
+func httpClient(t *testing.T) *http.Client {
+	c := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
 func signal(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
@@ -159,6 +169,7 @@ func mcpgoClient(t *testing.T, url, version string) *changeClient {
 		topts = append(topts, transport.WithContinuousListening())
 		copts = append(copts, mcpclient.WithProtocolVersion(version))
 	}
+	topts = append(topts, transport.WithHTTPBasicClient(httpClient(t)))
 	tr, err := transport.NewStreamableHTTP(url, topts...)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +243,8 @@ func sdkClient(t *testing.T, url, version string) *changeClient {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
 		},
 	})
-	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient(t)},
+		&sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("%s: connect: %v", cc.name, err)
 	}
@@ -503,6 +515,7 @@ func TestReplicasShareRateLimits(t *testing.T) {
 		}
 	}
 	waitShare(2, r1, r2)
+	hc := httpClient(t)
 
 	// hammer sends requests as fast as 4 clients can for d, round-robin
 	// over urls, and counts those not refused with 429.
@@ -522,7 +535,7 @@ func TestReplicasShareRateLimits(t *testing.T) {
 					req.Header.Set("Authorization", "Bearer "+tok)
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Accept", "application/json, text/event-stream")
-					resp, err := http.DefaultClient.Do(req)
+					resp, err := hc.Do(req)
 					if err != nil {
 						t.Error(err)
 						return
@@ -554,6 +567,7 @@ func TestReplicasShareRateLimits(t *testing.T) {
 	admitted, elapsed := hammer(3*time.Second, r1.URL, r2.URL)
 	check("2 replicas", admitted, elapsed)
 
+	hc.CloseIdleConnections()
 	r2.stop()
 	waitShare(1, r1)
 	admitted, elapsed = hammer(3*time.Second, r1.URL)

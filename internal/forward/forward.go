@@ -18,6 +18,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -81,6 +82,10 @@ type Router struct {
 	readAt  time.Time
 }
 
+// dialTimeout bounds connecting to the owner: one that does not answer
+// is treated as gone.
+const dialTimeout = 5 * time.Second
+
 // membersFresh is how long a read of the membership rows is used: the
 // rows change at joins, leaves and heartbeats (seconds apart), and a
 // forward must not cost a store read.
@@ -94,6 +99,12 @@ func (f *Router) init() {
 			f.Log = slog.Default()
 		}
 		f.proxy = &httputil.ReverseProxy{
+			// Replicas talk directly (no $HTTP_PROXY), on a pool of their own.
+			Transport: &http.Transport{
+				DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+				MaxIdleConnsPerHost: 64,
+				IdleConnTimeout:     90 * time.Second,
+			},
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				target := pr.In.Context().Value(ownerKey{}).(*url.URL)
 				pr.SetURL(target)

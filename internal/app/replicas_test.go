@@ -38,6 +38,9 @@ type replica struct {
 	*App
 	URL  string // …/mcp
 	stop func() // shuts it down (once; the cleanup calls it too)
+	// halt stops serving HTTP only, as a replica that was killed: its
+	// membership row stays live until its heartbeat goes stale.
+	halt func()
 }
 
 // startReplica runs a gateway of instance on the config file at path.
@@ -60,11 +63,14 @@ func startReplica(t *testing.T, path, instance, name string) *replica {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- a.ServeHTTP(ctx, ln, gateway.HTTPOptions{}, 5*time.Second) }()
-	stop := sync.OnceFunc(func() {
+	halt := sync.OnceFunc(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("replica %s: ServeHTTP: %v", name, err)
 		}
+	})
+	stop := sync.OnceFunc(func() {
+		halt()
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer ccancel()
 		if err := a.Close(cctx); err != nil {
@@ -72,7 +78,7 @@ func startReplica(t *testing.T, path, instance, name string) *replica {
 		}
 	})
 	t.Cleanup(stop)
-	return &replica{App: a, URL: "http://" + ln.Addr().String() + "/mcp", stop: stop}
+	return &replica{App: a, URL: "http://" + ln.Addr().String() + "/mcp", stop: stop, halt: halt}
 }
 
 // replicaConfig is a config file of an instance on a fresh schema of the

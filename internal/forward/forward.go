@@ -251,7 +251,11 @@ func (f *Router) lookup(ctx context.Context, replica string) (*url.URL, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if time.Since(f.readAt) > membersFresh {
-		ms, err := f.Members(ctx)
+		// Not the caller's: one that goes away does not fail the read the
+		// next requests wait for.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
+		ms, err := f.Members(rctx)
+		cancel()
 		if err != nil {
 			f.Log.Warn("replica membership not read; requests for other replicas' ids are served here", "error", err)
 		} else {

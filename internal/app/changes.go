@@ -38,11 +38,22 @@ func (a *App) followChanges(ctx context.Context) {
 	changes := feed.Watch(ctx)
 	a.goOwned(func() {
 		for c := range changes {
-			a.applyChange(ctx, c)
+			a.applyRecovering(ctx, c)
 		}
 	})
 	// The others share their rate limits with this replica from now on.
 	a.announce(store.Change{Kind: store.ChangeMembers})
+}
+
+// applyRecovering is applyChange in the feed's loop: a panic applying
+// one change is logged, and the next change is applied.
+func (a *App) applyRecovering(ctx context.Context, c store.Change) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.Log.Error("applying another replica's change panicked", "component", "replicas", "change", c.Kind, "id", c.ID, "panic", p)
+		}
+	}()
+	a.applyChange(ctx, c)
 }
 
 // applyChange applies one change another replica made: the changed thing

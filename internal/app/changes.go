@@ -70,9 +70,7 @@ func (a *App) applyChange(ctx context.Context, c store.Change) {
 	case store.ChangeDecision:
 		a.reloadDecision(cctx, c.ID)
 	case store.ChangeConfig:
-		a.changes.remoteReload.Store(true)
-		r := a.Gateway.Reload(cctx, true)
-		a.changes.remoteReload.Store(false)
+		r := a.remoteReload(cctx)
 		log.Info("config reloaded: another replica reloaded its config", "status", r.Status, "message", r.Message)
 	case store.ChangeMembers:
 		a.shareRateLimits(cctx)
@@ -96,6 +94,13 @@ func (a *App) applyChange(ctx context.Context, c store.Change) {
 		return
 	}
 	log.Debug("applied a change from another replica")
+}
+
+// remoteReload reloads the config file without announcing it back.
+func (a *App) remoteReload(ctx context.Context) gateway.ReloadResult {
+	a.changes.remoteReload.Store(true)
+	defer a.changes.remoteReload.Store(false)
+	return a.Gateway.Reload(ctx, true)
 }
 
 func (a *App) reloadInstalls(ctx context.Context) {

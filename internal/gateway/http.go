@@ -113,9 +113,11 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	}
 	// 2026-07-28 notifications, and the requests they may cancel.
 	mcpHandler = rootsParams((&inflightRequests{}).middleware(mcpHandler))
-	// Order: authentication before the body is read; the envelope check
-	// (413, -32600) reads it once; the scope guard refuses before any
-	// session is looked up or created; then sessions, then mcp-go.
+	// Order: authentication before the body is read (with replicas,
+	// Forward first looks for another replica's id in its first MiB); the
+	// envelope check (413, -32600) reads it once; the scope guard refuses
+	// before any session is looked up or created; then sessions, then
+	// mcp-go.
 	var endpoint http.Handler = o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler)))))
 	if o.Forward != nil {
 		endpoint = o.Forward(endpoint)

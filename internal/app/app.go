@@ -500,8 +500,9 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o gateway.HTTPOpti
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = int64(a.Gateway.Config().Execution.MaxRequestBodyBytes)
 	}
-	if o.Forward == nil {
-		o.Forward = a.forwarder()
+	if r := a.forwarder(ctx); r != nil && o.Forward == nil {
+		o.Forward = r.Middleware
+		o.Auth.Forwarded = r.Trusted
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	defer ep.Close()

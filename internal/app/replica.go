@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -114,16 +113,30 @@ func (a *App) engineID(ctx context.Context) string {
 
 // forwarder passes requests for the ids of other replicas (sessions,
 // continuations, requestStates) to them; nil without replicas.
-func (a *App) forwarder() func(http.Handler) http.Handler {
+func (a *App) forwarder(ctx context.Context) *forward.Router {
 	if a.member == nil {
 		return nil
 	}
 	m := a.member
+	var key []byte
+	if ks, ok := a.Store.(interface {
+		SharedKey(ctx context.Context, name string) ([]byte, error)
+	}); ok {
+		kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		var err error
+		if key, err = ks.SharedKey(kctx, "forward"); err != nil {
+			// Forwarding works without it; the owner then counts a
+			// forwarded request against the caller's rate limit again.
+			a.Log.Warn("forwarding key not read: forwarded requests are counted twice against rate limits", "error", err)
+		}
+		cancel()
+	}
 	r := &forward.Router{
+		Key:     key,
 		Self:    m.Self.Replica,
 		Members: func(ctx context.Context) ([]store.Member, error) { return m.Store.Members(ctx, m.Self.Instance) },
 		Live:    m.TTL(),
 		Log:     a.Log.With("component", "forward"),
 	}
-	return r.Middleware
+	return r
 }

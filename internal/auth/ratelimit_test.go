@@ -2,6 +2,10 @@ package auth
 
 import (
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +126,44 @@ func TestLimiterShareAcrossReplicas(t *testing.T) {
 				t.Errorf("admitted %d in %s, want about %.0f (the configured rate)", admitted, window, limit)
 			}
 		})
+	}
+}
+
+// TestForwardedNotCountedTwice: a request another replica forwarded (and
+// counted) passes the limiter here; one that only claims so does not.
+func TestForwardedNotCountedTwice(t *testing.T) {
+	t.Parallel()
+	h := &HTTP{
+		Auth:           NewAuthenticator(t.Context(), config.Auth{}, Options{}),
+		Limiter:        NewLimiter(10, time.Minute, nil),
+		RateLimit:      config.RateLimit{RPS: 0.001, Burst: 1},
+		AllowAnonymous: true,
+		Forwarded:      func(r *http.Request) bool { return r.Header.Get("X-Proven") == "yes" },
+		Log:            slog.New(slog.DiscardHandler),
+	}
+	ok := h.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	status := func(headers ...string) int {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		r.RemoteAddr = "192.0.2.7:4000"
+		for i := 0; i+1 < len(headers); i += 2 {
+			r.Header.Set(headers[i], headers[i+1])
+		}
+		w := httptest.NewRecorder()
+		ok.ServeHTTP(w, r)
+		return w.Code
+	}
+	if s := status(); s != http.StatusOK {
+		t.Fatalf("first request: %d", s)
+	}
+	if s := status(); s != http.StatusTooManyRequests {
+		t.Fatalf("second request: %d, want 429 (burst 1)", s)
+	}
+	for i := range 3 {
+		if s := status("X-Proven", "yes"); s != http.StatusOK {
+			t.Errorf("forwarded request %d: %d, want it passed (counted where it landed)", i, s)
+		}
+	}
+	if s := status("X-Proven", "no"); s != http.StatusTooManyRequests {
+		t.Errorf("a request claiming to be forwarded: %d, want 429", s)
 	}
 }

@@ -14,6 +14,9 @@ package forward
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,6 +35,10 @@ import (
 // Header marks a forwarded request with the replica that forwarded it: a
 // request carrying it is served where it arrives, never forwarded again.
 const Header = "X-Hangar-Forwarded-By"
+
+// ProofHeader carries the forwarding replica's proof that it is one
+// (Router.Trusted): an HMAC of its name under the instance's shared key.
+const ProofHeader = "X-Hangar-Forward-Proof"
 
 // sep ends an id's random part and starts its owner's name: it is in no
 // base32 or hex random part and in no replica name (instance.CheckReplica),
@@ -64,6 +71,10 @@ const sessionHeader = "Mcp-Session-Id"
 type Router struct {
 	// Self is this replica's name.
 	Self string
+	// Key is the instance's shared key (store.Postgres.SharedKey): a
+	// request that proves it was forwarded by a replica was counted
+	// against the rate limits there (Trusted).
+	Key []byte
 	// Members lists the instance's replicas (store.Members.Members).
 	Members func(ctx context.Context) ([]store.Member, error)
 	// Live is how old a heartbeat may be for its replica to count as live.
@@ -111,6 +122,7 @@ func (f *Router) init() {
 				pr.Out.URL.Path = pr.In.URL.Path // the advertised URL names the host, the request its path
 				pr.Out.URL.RawPath = pr.In.URL.RawPath
 				pr.Out.Header.Set(Header, f.Self)
+				pr.Out.Header.Set(ProofHeader, f.proof(f.Self))
 				// Authorization, Mcp-Session-Id, MCP-Protocol-Version and the
 				// rest pass on as they came: the owner authenticates the
 				// caller itself.
@@ -120,6 +132,24 @@ func (f *Router) init() {
 			ErrorHandler:  f.unreachable,
 		}
 	})
+}
+
+// proof is replica's proof of being one of the instance's.
+func (f *Router) proof(replica string) string {
+	m := hmac.New(sha256.New, f.Key)
+	m.Write([]byte("hangar forward\x00" + replica))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Trusted reports whether r was forwarded by another replica of the
+// instance (not merely marked so by a client): its rate limits were
+// applied there.
+func (f *Router) Trusted(r *http.Request) bool {
+	by, proof := r.Header.Get(Header), r.Header.Get(ProofHeader)
+	if len(f.Key) == 0 || by == "" || proof == "" {
+		return false
+	}
+	return hmac.Equal([]byte(proof), []byte(f.proof(by)))
 }
 
 // Middleware passes a request that names another live replica's id to that

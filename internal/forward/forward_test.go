@@ -57,7 +57,7 @@ func TestOwnerIn(t *testing.T) {
 // replicas is a router of replica r1 whose members are the given
 // replicas at the given URLs (heartbeat now, unless stale).
 func router(urls map[string]string, stale ...string) *Router {
-	return &Router{Self: "r1", Live: 15 * time.Second, Peek: 1 << 10, Members: func(context.Context) ([]store.Member, error) {
+	return &Router{Self: "r1", Key: []byte("0123456789abcdef0123456789abcdef"), Live: 15 * time.Second, Peek: 1 << 10, Members: func(context.Context) ([]store.Member, error) {
 		var ms []store.Member
 		for name, u := range urls {
 			beat := time.Now()
@@ -75,12 +75,17 @@ func router(urls map[string]string, stale ...string) *Router {
 // served records what reached a handler.
 type served struct {
 	where, hop, auth, body, host string
+	trusted                      bool
 }
+
+// owner checks proofs as the replicas of the test's instance do.
+var owner = &Router{Self: "r2", Key: []byte("0123456789abcdef0123456789abcdef")}
 
 func recorder(where string, got chan<- served) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- served{where: where, hop: r.Header.Get(Header), auth: r.Header.Get("Authorization"), body: string(b), host: r.Host}
+		got <- served{where: where, hop: r.Header.Get(Header), auth: r.Header.Get("Authorization"), body: string(b), host: r.Host,
+			trusted: owner.Trusted(r)}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		// Two events with a pause: the second must not be needed for the
@@ -142,8 +147,8 @@ func TestMiddleware(t *testing.T) {
 		if s.where != tt.where || s.body != tt.body || s.auth != "Bearer tok-123" {
 			t.Errorf("%s: served %s with body %.60q, Authorization %q; want %s with the body as sent", tt.name, s.where, s.body, s.auth, tt.where)
 		}
-		if tt.where == "r2" && s.hop != "r1" {
-			t.Errorf("%s: %s header %q, want r1", tt.name, Header, s.hop)
+		if tt.where == "r2" && (s.hop != "r1" || !s.trusted) {
+			t.Errorf("%s: %s header %q, trusted %v; want r1, proven", tt.name, Header, s.hop, s.trusted)
 		}
 		if tt.where == "here" && (s.hop != tt.hop || s.host != req.Host) {
 			t.Errorf("%s: served here with %s %q, Host %q; want them as sent", tt.name, Header, s.hop, s.host)
@@ -181,5 +186,46 @@ func TestMiddleware(t *testing.T) {
 	}
 	if s := <-got; s.where != "r2" {
 		t.Errorf("stream served by %s", s.where)
+	}
+}
+
+// TestTrusted: a request forwarded by a replica of the instance proves it;
+// a client that marks its request as forwarded does not, nor does a
+// replica of another instance (another key).
+func TestTrusted(t *testing.T) {
+	t.Parallel()
+	key := []byte("0123456789abcdef0123456789abcdef")
+	r1 := &Router{Self: "r1", Key: key}
+	r2 := &Router{Self: "r2", Key: key}
+	stranger := &Router{Self: "r1", Key: []byte("another key of 32 bytes, really.")}
+	req := func(by, proof string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		if by != "" {
+			r.Header.Set(Header, by)
+		}
+		if proof != "" {
+			r.Header.Set(ProofHeader, proof)
+		}
+		return r
+	}
+	tests := []struct {
+		name string
+		r    *http.Request
+		want bool
+	}{
+		{"forwarded by r1", req("r1", r1.proof("r1")), true},
+		{"not forwarded", req("", ""), false},
+		{"marked by a client", req("r1", ""), false},
+		{"a proof for another name", req("r3", r1.proof("r1")), false},
+		{"a forged proof", req("r1", strings.Repeat("0", 64)), false},
+		{"another instance's replica", req("r1", stranger.proof("r1")), false},
+	}
+	for _, tt := range tests {
+		if got := r2.Trusted(tt.r); got != tt.want {
+			t.Errorf("%s: Trusted = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if (&Router{Self: "r2"}).Trusted(req("r1", r1.proof("r1"))) {
+		t.Error("a router without a key trusts a proof")
 	}
 }

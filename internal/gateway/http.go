@@ -44,9 +44,10 @@ type HTTPOptions struct {
 	// local, as a loopback gateway without tokens does: app.ServeHTTP
 	// always sets it from the config and the listen address.
 	Auth *auth.HTTP
-	// Forward, when set, wraps /mcp first: it passes requests for another
-	// replica's ids there (forward.Router.Middleware), before they are
-	// authenticated or counted here (the owner does both).
+	// Forward, when set, comes right after authentication on /mcp: it
+	// passes requests for another replica's ids there
+	// (forward.Router.Middleware), counted against the caller's rate
+	// limit here; the owner authenticates them again.
 	Forward func(http.Handler) http.Handler
 }
 
@@ -113,16 +114,16 @@ func (g *Gateway) HTTP(s *server.MCPServer, o HTTPOptions) *Endpoint {
 	}
 	// 2026-07-28 notifications, and the requests they may cancel.
 	mcpHandler = rootsParams((&inflightRequests{}).middleware(mcpHandler))
-	// Order: authentication before the body is read (with replicas,
-	// Forward first looks for another replica's id in its first MiB); the
-	// envelope check (413, -32600) reads it once; the scope guard refuses
-	// before any session is looked up or created; then sessions, then
-	// mcp-go.
-	var endpoint http.Handler = o.Auth.Middleware(checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler)))))
+	// Order: authentication before the body is read; with replicas,
+	// Forward passes another replica's ids there (it looks for one in the
+	// body's first MiB); the envelope check (413, -32600) reads it once;
+	// the scope guard refuses before any session is looked up or created;
+	// then sessions, then mcp-go.
+	var local http.Handler = checkEnvelope(o.MaxBodyBytes, g.traceRequests(guard(o.Auth, g.toolServer, g.auditGuard, holdStreams(o.Auth, mcpHandler))))
 	if o.Forward != nil {
-		endpoint = o.Forward(endpoint)
+		local = o.Forward(local)
 	}
-	mux.Handle("/mcp", endpoint)
+	mux.Handle("/mcp", o.Auth.Middleware(local))
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -173,4 +174,30 @@ func send(ctx context.Context, out chan<- Change, c Change) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// SharedKey is a random 32-byte key of the given name that every process
+// of the shared store reads the same: made by the first one that asks,
+// kept in the database (replicas authenticate the requests they forward
+// to each other with it).
+func (s *Postgres) SharedKey(ctx context.Context, name string) ([]byte, error) {
+	key := "key:" + name
+	fresh := make([]byte, 32)
+	_, _ = rand.Read(fresh)
+	var stored string
+	err := s.write(ctx, "shared key "+name, func(t tx) error {
+		if _, err := t.exec(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+			key, hex.EncodeToString(fresh)); err != nil {
+			return err
+		}
+		return t.queryRow(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&stored)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := hex.DecodeString(stored)
+	if err != nil || len(b) != 32 {
+		return nil, fmt.Errorf("store: shared key %s is not 32 bytes of hex", name)
+	}
+	return b, nil
 }

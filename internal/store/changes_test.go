@@ -77,3 +77,29 @@ func TestPostgresChanges(t *testing.T) {
 	for range wb {
 	}
 }
+
+// TestPostgresSharedKey: replicas of one schema read the same key, made
+// once; another name or another schema has another.
+func TestPostgresSharedKey(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cfg := pgConfig(t)
+	a := openPG(t, cfg, Options{KeystoreKey: testKey})
+	b := openPG(t, cfg, Options{KeystoreKey: testKey})
+	other := openPG(t, pgConfig(t), Options{KeystoreKey: testKey})
+	ka, err := a.SharedKey(ctx, "forward")
+	if err != nil || len(ka) != 32 {
+		t.Fatalf("SharedKey: %x, %v", ka, err)
+	}
+	for name, s := range map[string]*Postgres{"a again": a, "b": b} {
+		if k, err := s.SharedKey(ctx, "forward"); err != nil || string(k) != string(ka) {
+			t.Errorf("%s: %x, %v; want %x", name, k, err, ka)
+		}
+	}
+	if k, _ := a.SharedKey(ctx, "other"); string(k) == string(ka) {
+		t.Error("another name has the same key")
+	}
+	if k, _ := other.SharedKey(ctx, "forward"); string(k) == string(ka) {
+		t.Error("another schema has the same key")
+	}
+}

@@ -112,9 +112,13 @@ type App struct {
 	released  bool            // after Close: never taken again
 	holder    instance.Holder
 	member    *instance.Membership // with a shared store: replaces the lease
+	changes   *replicaChanges      // with a shared store: other replicas' changes
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
+
+	// quarantines are the provider quarantines kept in the store.
+	quarantines *pin.Quarantines
 }
 
 // NewLogger builds the slog logger the config asks for; a line logged
@@ -237,6 +241,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		log.Error("provider quarantines not restored", "error", err)
 	}
+	a.quarantines = quarantines
 	// Installed servers' secrets are resolved from the keystore at launch.
 	a.Providers = provider.NewManager(&manage.SecretLauncher{Next: launcher, Secrets: a.Store}, provider.Options{
 		Log:         log,
@@ -249,6 +254,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	if a.member != nil {
+		a.Gateway.SetReplica(a.member.Self.Replica)
+	}
 	a.Gateway.Telemetry = a.Telemetry
 	a.Images.Engine.Puller().Pulled = a.Metrics.ImagePulled
 	if a.DataDir != "" {
@@ -291,6 +299,9 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		loader.Execution = cfg.Execution
 		loader.AllowedEgress = cfg.Install.AllowedEgress
 		a.Gateway.HotLoad = loader
+		if a.member != nil {
+			a.Gateway.HotLoad = &replicatedLoader{HotLoader: loader, a: a}
+		}
 	}
 	a.Manage = a.newManage(ctx)
 	a.MCP = a.Gateway.MCPServer()
@@ -323,6 +334,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.goOwned(func() { a.Runtime.WatchEvents(ctx, cli, a.Engine, a.reconcile) })
 	a.goOwned(func() { a.Providers.RunWorkers(ctx, tick) })
 	a.runReplicas(ctx)
+	a.followChanges(ctx)
 	if cfg.ConfigReload.Enabled {
 		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
 	}
@@ -497,6 +509,10 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o endpoint.Options
 	}
 	if o.UI == nil {
 		o.UI = a.Dashboard.Handler
+	}
+	if r := a.forwarder(ctx); r != nil && o.Forward == nil {
+		o.Forward = r.Middleware
+		o.Auth.Forwarded = r.Trusted
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	defer ep.Close()

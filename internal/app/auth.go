@@ -69,6 +69,9 @@ func (a *App) AuthHTTP(addr net.Addr) (*auth.HTTP, error) {
 				"listen", addr.String())
 		}
 		h.Reload(auth.Settings{Auth: authn, RateLimit: nc.RateLimit, APIKeyHeader: nc.APIKeyHeader, AllowAnonymous: nc.AllowAnonymous})
+		// The other replicas reload theirs (tokens revoked here stop
+		// working there too).
+		a.configReloaded()
 	}
 	return h, nil
 }

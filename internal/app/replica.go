@@ -9,6 +9,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-hangar/hangar/internal/forward"
 	"github.com/mcp-hangar/hangar/internal/instance"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -78,6 +79,9 @@ func (a *App) runReplicas(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				a.Log.Warn("replicas whose heartbeat stopped not reaped yet", "error", err)
 			}
+			// A replica that died announced nothing: its share of the
+			// rate limits comes back once its heartbeat is stale.
+			a.shareRateLimits(ctx)
 		}
 	})
 }
@@ -87,7 +91,11 @@ func (a *App) leaveReplicas(ctx context.Context) error {
 	if a.member == nil {
 		return nil
 	}
-	return a.member.Leave(ctx)
+	err := a.member.Leave(ctx)
+	if err == nil {
+		a.announce(store.Change{Kind: store.ChangeMembers})
+	}
+	return err
 }
 
 // engineID is the Docker engine's ID, "" when it cannot be asked: such a
@@ -101,4 +109,34 @@ func (a *App) engineID(ctx context.Context) string {
 		return ""
 	}
 	return info.Info.ID
+}
+
+// forwarder passes requests for the ids of other replicas (sessions,
+// continuations, requestStates) to them; nil without replicas.
+func (a *App) forwarder(ctx context.Context) *forward.Router {
+	if a.member == nil {
+		return nil
+	}
+	m := a.member
+	var key []byte
+	if ks, ok := a.Store.(interface {
+		SharedKey(ctx context.Context, name string) ([]byte, error)
+	}); ok {
+		kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		var err error
+		if key, err = ks.SharedKey(kctx, "forward"); err != nil {
+			// Forwarding works without it; the owner then counts a
+			// forwarded request against the caller's rate limit again.
+			a.Log.Warn("forwarding key not read: forwarded requests are counted twice against rate limits", "error", err)
+		}
+		cancel()
+	}
+	r := &forward.Router{
+		Key:     key,
+		Self:    m.Self.Replica,
+		Members: func(ctx context.Context) ([]store.Member, error) { return m.Store.Members(ctx, m.Self.Instance) },
+		Live:    m.TTL(),
+		Log:     a.Log.With("component", "forward"),
+	}
+	return r
 }

@@ -47,6 +47,11 @@ type HTTP struct {
 	AuthorizationServers []string
 	Log                  *slog.Logger
 
+	// Forwarded, when set, tells a request another gateway replica
+	// forwarded here, proven (forward.Router.Trusted): that replica counted
+	// it against the caller's rate limit, so it is not counted again.
+	Forwarded func(*http.Request) bool
+
 	// Audit, when set, records a refused request: the 401s and 429s
 	// answered here (callers of Forbid record their 403s themselves). Set
 	// it before serving.
@@ -104,7 +109,7 @@ func (h *HTTP) Middleware(next http.Handler) http.Handler {
 			h.refuse(w, r, reason, presented)
 			return
 		}
-		if h.Limiter != nil && id.Kind != KindLocal {
+		if h.Limiter != nil && id.Kind != KindLocal && (h.Forwarded == nil || !h.Forwarded(r)) {
 			if rl == nil {
 				rl = &cur.RateLimit
 			}

@@ -16,6 +16,12 @@ import (
 // bounded: the least recently used one is dropped first, and buckets idle
 // longer than the idle time are dropped as they are passed; no goroutine
 // is needed.
+//
+// Replicas of one instance behind a balancer each hold a Limiter: with a
+// share of n (SetShare, the number of live replicas) each bucket admits
+// 1/n of the configured rate and burst, so that n replicas together admit
+// the configured rate when a client's requests are spread over them, and
+// less (never more) when they are not.
 type Limiter struct {
 	mu      sync.Mutex
 	buckets map[string]*list.Element // of *bucket
@@ -23,6 +29,7 @@ type Limiter struct {
 	max     int
 	idle    time.Duration
 	now     func() time.Time
+	share   int // > 0
 }
 
 type bucket struct {
@@ -38,7 +45,30 @@ func NewLimiter(max int, idle time.Duration, now func() time.Time) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{buckets: map[string]*list.Element{}, max: max, idle: idle, now: now}
+	return &Limiter{buckets: map[string]*list.Element{}, max: max, idle: idle, now: now, share: 1}
+}
+
+// SetShare makes each bucket admit 1/n of its configured rate and burst
+// (the burst rounded up, at least 1) from now on; n < 1 counts as 1.
+func (l *Limiter) SetShare(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.share = max(1, n)
+}
+
+// Share is the divisor SetShare set.
+func (l *Limiter) Share() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.share
+}
+
+// shared is this limiter's part of rl.
+func (l *Limiter) shared(rl config.RateLimit) config.RateLimit {
+	if l.share == 1 {
+		return rl
+	}
+	return config.RateLimit{RPS: rl.RPS / float64(l.share), Burst: max(1, (rl.Burst+l.share-1)/l.share)}
 }
 
 // Allow takes one token from key's bucket, configured by rl. When the
@@ -48,11 +78,12 @@ func (l *Limiter) Allow(key string, rl config.RateLimit) (bool, time.Duration) {
 	defer l.mu.Unlock()
 	now := l.now()
 	l.expire(now)
+	rl = l.shared(rl)
 	var b *bucket
 	if e, ok := l.buckets[key]; ok {
 		b = e.Value.(*bucket)
 		l.lru.MoveToFront(e)
-		if b.conf != rl { // the config was reloaded
+		if b.conf != rl { // the config was reloaded, or the share changed
 			b.lim.SetLimitAt(now, rate.Limit(rl.RPS))
 			b.lim.SetBurstAt(now, rl.Burst)
 			b.conf = rl

@@ -2,6 +2,10 @@ package auth
 
 import (
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +75,95 @@ func TestRetryAfterSeconds(t *testing.T) {
 		if got := RetryAfterSeconds(d); got != want {
 			t.Errorf("RetryAfterSeconds(%s) = %d, want %d", d, got, want)
 		}
+	}
+}
+
+// TestLimiterShareAcrossReplicas: n replicas, each with a share of n,
+// admit together at most the configured rate (plus one burst) +10% when a
+// balancer spreads a client's requests over them, and less when it does
+// not.
+func TestLimiterShareAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		replicas int
+		rl       config.RateLimit
+		spread   bool // round-robin; else every request to the first replica
+	}{
+		{1, config.RateLimit{RPS: 10, Burst: 20}, true},
+		{2, config.RateLimit{RPS: 10, Burst: 20}, true},
+		{3, config.RateLimit{RPS: 10, Burst: 20}, true},
+		{5, config.RateLimit{RPS: 7, Burst: 3}, true},
+		{4, config.RateLimit{RPS: 100, Burst: 1}, true},
+		{3, config.RateLimit{RPS: 10, Burst: 20}, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d replicas %+v spread=%v", tt.replicas, tt.rl, tt.spread), func(t *testing.T) {
+			t.Parallel()
+			c := &clock{time.Unix(1_000_000, 0)}
+			replicas := make([]*Limiter, tt.replicas)
+			for i := range replicas {
+				replicas[i] = NewLimiter(10, time.Minute, c.now)
+				replicas[i].SetShare(tt.replicas)
+			}
+			const window = 10 * time.Second
+			const every = time.Millisecond // far above any configured rate
+			admitted := 0
+			for i := 0; time.Duration(i)*every < window; i++ {
+				r := replicas[0]
+				if tt.spread {
+					r = replicas[i%len(replicas)]
+				}
+				if ok, _ := r.Allow("agent", tt.rl); ok {
+					admitted++
+				}
+				c.t = c.t.Add(every)
+			}
+			limit := tt.rl.RPS*window.Seconds() + float64(tt.rl.Burst)
+			if float64(admitted) > 1.1*limit {
+				t.Errorf("admitted %d in %s, want at most %.0f +10%%", admitted, window, limit)
+			}
+			if tt.spread && float64(admitted) < 0.9*limit {
+				t.Errorf("admitted %d in %s, want about %.0f (the configured rate)", admitted, window, limit)
+			}
+		})
+	}
+}
+
+// TestForwardedNotCountedTwice: a request another replica forwarded (and
+// counted) passes the limiter here; one that only claims so does not.
+func TestForwardedNotCountedTwice(t *testing.T) {
+	t.Parallel()
+	h := &HTTP{
+		Auth:           NewAuthenticator(t.Context(), config.Auth{}, Options{}),
+		Limiter:        NewLimiter(10, time.Minute, nil),
+		RateLimit:      config.RateLimit{RPS: 0.001, Burst: 1},
+		AllowAnonymous: true,
+		Forwarded:      func(r *http.Request) bool { return r.Header.Get("X-Proven") == "yes" },
+		Log:            slog.New(slog.DiscardHandler),
+	}
+	ok := h.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	status := func(headers ...string) int {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		r.RemoteAddr = "192.0.2.7:4000"
+		for i := 0; i+1 < len(headers); i += 2 {
+			r.Header.Set(headers[i], headers[i+1])
+		}
+		w := httptest.NewRecorder()
+		ok.ServeHTTP(w, r)
+		return w.Code
+	}
+	if s := status(); s != http.StatusOK {
+		t.Fatalf("first request: %d", s)
+	}
+	if s := status(); s != http.StatusTooManyRequests {
+		t.Fatalf("second request: %d, want 429 (burst 1)", s)
+	}
+	for i := range 3 {
+		if s := status("X-Proven", "yes"); s != http.StatusOK {
+			t.Errorf("forwarded request %d: %d, want it passed (counted where it landed)", i, s)
+		}
+	}
+	if s := status("X-Proven", "no"); s != http.StatusTooManyRequests {
+		t.Errorf("a request claiming to be forwarded: %d, want 429", s)
 	}
 }

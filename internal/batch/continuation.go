@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/mcp-hangar/hangar/internal/forward"
 )
 
 // ContinuationPrefix starts every continuation ID (seed 001).
@@ -48,6 +50,16 @@ type Cache struct {
 	now      func() time.Time
 	timer    *time.Timer // expires the oldest entry; nil when empty
 	release  func()      // returns freed memory to the OS
+	// replica is named in every id (forward.ID); "" without replicas.
+	replica string
+}
+
+// SetReplica makes every continuation ID name replica, so that another
+// replica passes a request carrying it here (package forward).
+func (c *Cache) SetReplica(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.replica = name
 }
 
 type entry struct {
@@ -105,8 +117,8 @@ func (c *Cache) MaxBytes() int { return c.maxBytes }
 // Put stores data for owner and returns its continuation ID, or an error wrapping
 // ErrContinuationFull that says how much room there is.
 func (c *Cache) Put(owner Owner, data string) (string, error) {
-	id := ContinuationPrefix + randomHex(12)
 	c.mu.Lock()
+	id := forward.ID(ContinuationPrefix+randomHex(12), c.replica)
 	freed := c.expireLocked()
 	if c.bytes+len(data) > c.maxBytes {
 		used := c.bytes

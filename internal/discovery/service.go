@@ -1063,3 +1063,44 @@ func (s *Service) Sources() []SourceStatus {
 	}
 	return out
 }
+
+// Decided applies the decisions about name that another gateway replica
+// stored: they are read again, and a candidate waiting here for approval
+// whose fingerprint is now approved is registered (as hangar_approve on
+// this replica would), one whose fingerprint is now quarantined is listed
+// as quarantined, and a registered one whose approval was withdrawn is
+// offered for approval again (unless auto_register serves it anyway).
+func (s *Service) Decided(ctx context.Context, name string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if err := s.store.Reload(ctx, name); err != nil {
+		return err
+	}
+	e := s.entries[name]
+	if e == nil || e.status == checking || e.status == refused {
+		return nil // the next scan or check decides it with the decisions read now
+	}
+	fp := e.cand.Fingerprint
+	switch {
+	case e.status != registered && s.store.Approved(name, fp):
+		spec := *e.cand.Spec
+		err := s.reg.Register(&spec)
+		// A refused claim stands, as in a scan: served once the name is free.
+		s.set(name, &entry{cand: e.cand, source: e.source, status: registered, since: s.now()})
+		s.log.Info("discovered MCP server approved on another replica; registered", FieldServer, name,
+			FieldFingerprint, fp)
+		return err
+	case e.status == registered && !s.store.Approved(name, fp) && !s.cfg.AutoRegister:
+		if err := s.reg.Deregister(ctx, name); err != nil {
+			return err
+		}
+		s.offer(e.cand, e.source)
+	case e.status == pending:
+		if q, ok := s.store.Quarantine(name); ok && q.Fingerprint == fp {
+			s.set(name, &entry{cand: e.cand, source: e.source, status: quarantined, since: q.QuarantinedAt, reason: q.Reason})
+		}
+	}
+	return nil
+}

@@ -1009,3 +1009,56 @@ func TestChecksDoNotBlockTheScanLoop(t *testing.T) {
 	close(release)
 	waitFor(t, "slow offered after its check", func() bool { return slices.Equal(pendingNames(s), []string{"quick", "slow"}) })
 }
+
+// TestDecidedOnAnotherReplica: an approval stored by another replica
+// (another service on the same store) registers the candidate waiting
+// here once Decided is told; a withdrawn approval offers it again.
+func TestDecidedOnAnotherReplica(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := openDB(t, t.TempDir())
+	src := newFakeSource(SourceDocker, ModeAdditive)
+	src.set(nil, nil, cand("api", "f1", "10.0.0.1"), cand("web", "f2", "10.0.0.2"))
+	open := func() (*Service, *Store, *fakeRegistry) {
+		st, err := OpenStore(ctx, db, quietLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := newFakeRegistry()
+		s := New(discCfg(), reg, nil, st, quietLog(), src)
+		s.Scan(ctx)
+		return s, st, reg
+	}
+	s1, st1, _ := open()
+	s2, _, reg2 := open()
+
+	if r := s1.Approve(ctx, "api"); !r.Approved {
+		t.Fatal(r.Error)
+	}
+	if reg2.Registered("api") {
+		t.Fatal("registered before being told")
+	}
+	for _, name := range []string{"api", "web", "gone"} {
+		if err := s2.Decided(ctx, name); err != nil {
+			t.Fatalf("Decided(%s): %v", name, err)
+		}
+	}
+	if !reg2.Registered("api") || !slices.Equal(pendingNames(s2), []string{"web"}) {
+		t.Fatalf("after the other replica's approval: registered %v, pending %v", reg2.Registered("api"), pendingNames(s2))
+	}
+	// A scan keeps it: the approval is this replica's now too.
+	s2.Scan(ctx)
+	if !reg2.Registered("api") {
+		t.Fatal("a scan deregistered the approved server")
+	}
+
+	if err := st1.Revoke("api"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Decided(ctx, "api"); err != nil {
+		t.Fatal(err)
+	}
+	if reg2.Registered("api") || !slices.Equal(pendingNames(s2), []string{"api", "web"}) {
+		t.Errorf("after the approval was withdrawn: registered %v, pending %v", reg2.Registered("api"), pendingNames(s2))
+	}
+}

@@ -183,3 +183,31 @@ func (s *Store) ClearQuarantine(name string) error {
 	delete(s.quarantine, name)
 	return nil
 }
+
+// Reload reads the decisions about name from the durable store again
+// (another gateway replica changed them).
+func (s *Store) Reload(ctx context.Context, name string) error {
+	if s.db == nil {
+		return nil
+	}
+	ds, err := s.db.Decisions(ctx)
+	if err != nil {
+		return fmt.Errorf("discovery decisions: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.approvals, name)
+	delete(s.quarantine, name)
+	for _, d := range ds {
+		if _, provider := store.IsProviderQuarantine(d); d.Key != name || d.Source != DecisionSource || provider {
+			continue
+		}
+		switch d.Kind {
+		case store.DecisionApproved:
+			s.approvals[d.Key] = Approval{Fingerprint: d.Fingerprint, ApprovedAt: d.At}
+		case store.DecisionQuarantined:
+			s.quarantine[d.Key] = QuarantineRecord{Fingerprint: d.Fingerprint, Source: d.Detail, Reason: d.Reason, QuarantinedAt: d.At}
+		}
+	}
+	return nil
+}

@@ -5,6 +5,8 @@
 //
 //	origin     Origin header allow-list (DNS rebinding)          CheckOrigin
 //	auth       token or JWT → identity, scopes, rate limit        auth.HTTP
+//	forward    another replica's session, continuation or
+//	           requestState goes to that replica                  Options.Forward
 //	envelope   body read once, bounded; JSON-RPC shape checked    CheckEnvelope
 //	stages     trace context, scope guard (Guard), stream holds
 //	           (HoldStreams), 2026-07-28 cancellation (Inflight) and
@@ -63,6 +65,11 @@ type Options struct {
 	// guard of its data routes: this endpoint's auth middleware and a
 	// required scope, as on /events.
 	UI func(guard func(scope string, next http.Handler) http.Handler) http.Handler
+	// Forward, when set, comes right after authentication on /mcp: it
+	// passes requests for another replica's ids there
+	// (forward.Router.Middleware), counted against the caller's rate
+	// limit here; the owner authenticates them again.
+	Forward func(http.Handler) http.Handler
 }
 
 // withDefaults fills what o leaves unset.
@@ -143,9 +150,15 @@ func New(o Options, p Parts) *Endpoint {
 	for i := len(p.Stages) - 1; i >= 0; i-- {
 		h = p.Stages[i](h)
 	}
-	// Authentication before the body is read; the envelope check (413,
-	// -32600) reads it once; the stages see it parsed.
-	mux.Handle("/mcp", o.Auth.Middleware(CheckEnvelope(o.MaxBodyBytes, h)))
+	// Authentication before the body is read; with replicas, Forward
+	// passes another replica's ids there (it looks for one in the body's
+	// first MiB); the envelope check (413, -32600) reads the body once; the
+	// stages see it parsed.
+	h = CheckEnvelope(o.MaxBodyBytes, h)
+	if o.Forward != nil {
+		h = o.Forward(h)
+	}
+	mux.Handle("/mcp", o.Auth.Middleware(h))
 	mux.Handle(auth.MetadataPath, o.Auth.MetadataHandler())
 	mux.Handle(auth.MetadataPath+"/mcp", o.Auth.MetadataHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/forward"
 )
 
 // Streamable HTTP sessions (MCP up to 2025-11-25) are kept here, not in
@@ -91,6 +92,10 @@ type SessionTable struct {
 	sweeping   bool // the sweeper goroutine runs while sessions exist
 	stop       chan struct{}
 	closed     bool
+
+	// Replica is named in every id (forward.ID); "" without replicas.
+	// Set it before the table mints any.
+	Replica string
 }
 
 func NewSessionTable(max, perOwner int, ttl time.Duration, log *slog.Logger) *SessionTable {
@@ -188,7 +193,7 @@ func (r *reservation) release() {
 // create mints a session for owner with grant, using res's slot when it
 // has one.
 func (t *SessionTable) create(owner, grant string, res *reservation) string {
-	id := rand.Text() // 26 base32 characters: 130 bits from the CSPRNG
+	id := forward.ID(rand.Text(), t.Replica) // 26 base32 characters: 130 bits from the CSPRNG
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if res != nil && res.t == t {

@@ -121,6 +121,18 @@ type Gateway struct {
 	chains sync.Map // *server.MCPServer → toolChain
 	// directCount counts the calls run directly (calls.go), for tests.
 	directCount atomic.Int64
+	// replica is named by the ids this gateway mints (SetReplica).
+	replica string
+}
+
+// SetReplica makes the ids this gateway mints (sessions, continuations,
+// requestStates) name replica, so that the other replicas pass requests
+// carrying them here (package forward); "" without replicas. Call it
+// before HTTP.
+func (g *Gateway) SetReplica(name string) {
+	g.replica = name
+	g.Cache.SetReplica(name)
+	g.rounds.Replica = name
 }
 
 // New returns a gateway over the given parts.

@@ -28,6 +28,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 	// The session table, not mcp-go, owns session ids and their expiry
 	// (endpoint/sessions.go); mcp-go's own idle sweeper stays off.
 	sessions := endpoint.NewSessionTable(o.MaxSessions, o.MaxSessionsPerIdentity, o.SessionIdleTTL, g.Log.With("component", "sessions"))
+	sessions.Replica = g.replica
 	streamable := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sessions),

@@ -64,6 +64,9 @@ func (m *Membership) every() time.Duration {
 // ttl is how old a heartbeat may be before its replica counts as gone.
 func (m *Membership) ttl() time.Duration { return heartbeatsLost * m.every() }
 
+// TTL is how old a heartbeat may be before its replica counts as gone.
+func (m *Membership) TTL() time.Duration { return m.ttl() }
+
 func (m *Membership) log() *slog.Logger {
 	if m.Log != nil {
 		return m.Log
@@ -165,6 +168,22 @@ func (m *Membership) Gone(ctx context.Context) ([]store.Member, error) {
 		}
 	}
 	return gone, nil
+}
+
+// Live counts the instance's replicas whose heartbeat is fresh, this one
+// included (at least 1): what the rate limits are shared by.
+func (m *Membership) Live(ctx context.Context) (int, error) {
+	ms, err := m.Store.Members(ctx, m.Self.Instance)
+	if err != nil {
+		return 1, fmt.Errorf("instance: replica membership: %w", err)
+	}
+	n := 1 // this one, whatever its row says
+	for _, x := range ms {
+		if x.Replica != m.Self.Replica && time.Since(x.HeartbeatAt) < m.ttl() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // ReapGone removes what each gone replica left (reap: its containers) and

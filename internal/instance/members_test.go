@@ -202,3 +202,21 @@ func TestReapGone(t *testing.T) {
 		}
 	})
 }
+
+// TestLive: the live replicas are those whose heartbeat is fresh, this
+// one counted even before its first beat; a stale one is not.
+func TestLive(t *testing.T) {
+	t.Parallel()
+	st := &memberStore{}
+	now := time.Now().UTC()
+	for name, beat := range map[string]time.Time{"a": now, "b": now.Add(-time.Second), "gone": now.Add(-time.Hour)} {
+		if err := st.Heartbeat(t.Context(), store.Member{Instance: "i", Replica: name, HeartbeatAt: beat}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = st.Heartbeat(t.Context(), store.Member{Instance: "other", Replica: "x"})
+	m := &Membership{Store: st, Self: store.Member{Instance: "i", Replica: "self"}}
+	if n, err := m.Live(t.Context()); err != nil || n != 3 {
+		t.Errorf("Live = %d, %v; want 3 (a, b and this one)", n, err)
+	}
+}

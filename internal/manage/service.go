@@ -146,6 +146,35 @@ func (s *Service) Restore(ctx context.Context) error {
 	return s.publish(ctx)
 }
 
+// Reload reads the installed servers from the store again and serves
+// them as they are now: another gateway replica installed, changed,
+// uninstalled one or set its policy. What is the same is not touched.
+func (s *Service) Reload(ctx context.Context) error {
+	list, err := s.Store.Installs(ctx)
+	if err != nil {
+		return fmt.Errorf("load installs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]*installed, len(list))
+	for _, rec := range list {
+		var e Entry
+		if err := json.Unmarshal(rec.Config, &e); err != nil {
+			next[rec.Name] = &installed{rec: rec, err: "stored config does not decode", undecodable: true}
+			continue
+		}
+		next[rec.Name] = &installed{rec: rec, sealed: e}
+	}
+	for name := range s.installs {
+		if _, ok := next[name]; !ok {
+			delete(s.catalogVer, name)
+			delete(s.started, name)
+		}
+	}
+	s.installs = next
+	return s.publish(ctx)
+}
+
 // specOf builds the spec of an installed server, secrets still sealed.
 func (s *Service) specOf(name string, in *installed) (*config.Server, Diagnostics) {
 	return Map(name, in.sealed, "mcpServers."+name, s.Options)

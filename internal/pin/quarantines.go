@@ -41,6 +41,25 @@ func LoadQuarantines(ctx context.Context, db store.Decisions) (*Quarantines, err
 	return q, nil
 }
 
+// Reload reads server's provider quarantine from the store again (another
+// gateway replica changed it) and reports whether the store keeps one.
+func (q *Quarantines) Reload(ctx context.Context, server string) (bool, error) {
+	ds, err := q.db.Decisions(ctx)
+	if err != nil {
+		return false, fmt.Errorf("provider quarantines: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.records, server)
+	for _, d := range ds {
+		if _, ok := store.IsProviderQuarantine(d); ok && d.Key == server {
+			q.records[d.Key] = d
+		}
+	}
+	_, kept := q.records[server]
+	return kept, nil
+}
+
 // Restored implements provider.QuarantineStore.
 func (q *Quarantines) Restored(server string) (provider.Quarantine, bool) {
 	q.mu.Lock()

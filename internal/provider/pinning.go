@@ -404,3 +404,45 @@ func (p *Provider) acceptTools(ctx context.Context, q *Quarantine) (Approval, er
 	p.log.Info("tools re-pinned; quarantine lifted", "tools", len(q.pending))
 	return Approval{Reason: q.Reason, Tools: len(q.pending)}, nil
 }
+
+// Reconsider lifts p's quarantine once another gateway replica approved
+// it (the caller saw its record leave the shared store), where that is
+// safe without asking the operator again:
+//   - an image verdict: lifted; the image gate judges the next start
+//     against the digest approved now (and quarantines again if it
+//     differs);
+//   - changed tools it holds back: lifted only if they match the pins now
+//     (the approval re-pinned them);
+//   - a quarantine restored at start-up, whose tools were not seen since:
+//     lifted; the next start vets them.
+//
+// It reports whether it lifted the quarantine.
+func (p *Provider) Reconsider(ctx context.Context) bool {
+	p.mu.Lock()
+	q := p.quarantine
+	p.mu.Unlock()
+	if q == nil || q.Reason == ReasonPinsUnavailable {
+		return false
+	}
+	vetted := !q.blocksStart() && !q.restored
+	if vetted {
+		if p.opts.ToolGate == nil || q.pending == nil || p.opts.ToolGate.Vet(ctx, p.id, q.pending) != nil {
+			return false
+		}
+	}
+	p.mu.Lock()
+	if p.quarantine != q { // changed meanwhile: that one is decided afresh
+		p.mu.Unlock()
+		return false
+	}
+	p.quarantine = nil
+	if vetted {
+		p.tools = q.pending
+	} else {
+		p.startFailures, p.retryAt, p.lastErr = 0, time.Time{}, nil
+	}
+	p.mu.Unlock()
+	p.log.Info("quarantine lifted: approved on another replica", "reason", q.Reason)
+	p.syncQuarantine(ctx)
+	return true
+}

@@ -165,3 +165,53 @@ func TestToolPinsUnavailable(t *testing.T) {
 		t.Error("tools not served once vetted")
 	}
 }
+
+// TestReconsiderAfterAnotherReplicaApproved: two replicas' providers of one
+// server share the pins. Both quarantine the same changed tools; once one
+// replica's approval re-pins them, the other lifts its quarantine on
+// Reconsider. A replica holding back other tools than those approved keeps
+// its quarantine.
+func TestReconsiderAfterAnotherReplicaApproved(t *testing.T) {
+	t.Parallel()
+	pins := pin.NewMemory()
+	var managers []*provider.Manager
+	start := func(tools ...string) (*provider.Provider, *fakeLauncher) {
+		l := newFakeLauncher(tools...)
+		m := provider.NewManager(l, provider.Options{ToolGate: pin.New(pins)})
+		managers = append(managers, m)
+		p := m.Add(spec("kit"))
+		if _, err := p.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return p, l
+	}
+	p1, l1 := start("echo")
+	p2, l2 := start("echo")
+	p3, l3 := start("echo")
+	changed := []mcpconn.Tool{{Name: "echo", Description: "changed"}}
+	l1.backend(t, 0).tools, l2.backend(t, 0).tools = changed, changed
+	l3.backend(t, 0).tools = []mcpconn.Tool{{Name: "echo", Description: "changed otherwise"}}
+	for i, p := range []*provider.Provider{p1, p2, p3} {
+		if err := managers[i].Probe(t.Context(), "kit"); err != nil {
+			t.Fatal(err)
+		}
+		if _, q := p.Quarantined(); !q {
+			t.Fatal("not quarantined after the change")
+		}
+	}
+	if p2.Reconsider(t.Context()) {
+		t.Fatal("lifted before anyone approved")
+	}
+	if _, err := p1.AcceptTools(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !p2.Reconsider(t.Context()) {
+		t.Fatal("not lifted after the other replica's approval of the same tools")
+	}
+	if _, q := p2.Quarantined(); q || len(p2.Tools()) != 1 || p2.Tools()[0].Description != "changed" {
+		t.Errorf("after Reconsider: quarantined %v, tools %+v", q, p2.Tools())
+	}
+	if p3.Reconsider(t.Context()) {
+		t.Error("lifted a quarantine of tools nobody approved")
+	}
+}

@@ -295,3 +295,30 @@ func TestCallThatStartsIntoAToolChangeIsRefused(t *testing.T) {
 		t.Errorf("in flight after the refused call: %d", s.Inflight)
 	}
 }
+
+// TestReconsiderImageVerdict: an image quarantine approved on another
+// replica is lifted by Reconsider, and the image gate judges the next
+// start: the approved digest starts, another one quarantines again.
+func TestReconsiderImageVerdict(t *testing.T) {
+	t.Parallel()
+	l := newPreparing("add")
+	l.err = &imageRefusal{provider.ReasonImageChanged, "sha256:new is not sha256:old"}
+	p := provider.New(spec("math"), l, provider.Options{Quarantines: newMemQuarantines()})
+	if _, err := p.Call(t.Context(), "add", nil); kindOf(t, err) != provider.KindQuarantined {
+		t.Fatalf("call = %v, want quarantined", err)
+	}
+	// Approved elsewhere, but this engine still resolves another digest.
+	if !p.Reconsider(t.Context()) {
+		t.Fatal("not lifted")
+	}
+	if _, err := p.Call(t.Context(), "add", nil); kindOf(t, err) != provider.KindQuarantined {
+		t.Fatalf("call with the image still refused = %v, want quarantined again", err)
+	}
+	l.err = nil // the digest approved on the other replica is the one here
+	if !p.Reconsider(t.Context()) {
+		t.Fatal("not lifted the second time")
+	}
+	if _, err := p.Call(t.Context(), "add", nil); err != nil {
+		t.Fatalf("call after the approval: %v", err)
+	}
+}

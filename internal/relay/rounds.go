@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/forward"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
@@ -48,6 +49,10 @@ var errUnknownState = errors.New("hangar: unknown or expired requestState; call 
 type InputRounds struct {
 	ttl time.Duration
 	max int
+
+	// Replica is named in every requestState (forward.ID); "" without
+	// replicas. Set it before the first round.
+	Replica string
 
 	mu    sync.Mutex
 	calls map[string]*roundCall // by requestState
@@ -246,7 +251,7 @@ func (r *InputRounds) admit(c *roundCall) error {
 		return fmt.Errorf("hangar: %d calls already wait for their clients' input, the most the gateway keeps; try again later", r.max)
 	}
 	c.admitted = true
-	c.state = rand.Text() // 130 bits from the CSPRNG
+	c.state = forward.ID(rand.Text(), r.Replica) // 130 bits from the CSPRNG
 	r.calls[c.state] = c
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -36,6 +37,8 @@ type PostgresConfig struct {
 type Postgres struct {
 	*sqlStore
 	pool *pgxpool.Pool
+	// listenCfg connects the change feed's own connection (Watch).
+	listenCfg *pgx.ConnConfig
 }
 
 var (
@@ -85,7 +88,7 @@ func OpenPostgres(cfg PostgresConfig, opts Options) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", where, err)
 	}
-	s := &Postgres{sqlStore: core, pool: pool}
+	s := &Postgres{sqlStore: core, pool: pool, listenCfg: pc.ConnConfig.Copy()}
 	s.db = stdlib.OpenDBFromPool(pool)
 	if err := s.open(ctx); err != nil {
 		_ = s.db.Close()
@@ -122,6 +125,10 @@ func (s *Postgres) open(ctx context.Context) error {
 		}
 		return fmt.Errorf("store: migrate %s: %w", s.path, err)
 	}
+	if err := s.db.QueryRowContext(ctx, changeChannelQuery).Scan(&s.feed.channel); err != nil {
+		return fmt.Errorf("store: %s: change channel: %w", s.path, err)
+	}
+	s.feed.origin = newOrigin()
 	// A replica whose key cannot open the shared keystore refuses to
 	// start rather than seal new secrets under another key.
 	if _, sealed, err := metaValue(ctx, s.dbRow(ctx), metaKeyCheck); err != nil {

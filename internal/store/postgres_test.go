@@ -237,9 +237,18 @@ func TestPostgresStoreDown(t *testing.T) {
 	var logs syncBuffer
 	s := openPG(t, PostgresConfig{URL: u, PasswordFile: c.PasswordFile, KeyDir: t.TempDir()},
 		Options{Log: slog.New(slog.NewTextHandler(&logs, nil)), KeystoreKey: testKey})
+	// Another replica's change feed, which must reconnect too.
+	peer := openPG(t, PostgresConfig{URL: u, PasswordFile: c.PasswordFile, KeyDir: t.TempDir()}, Options{KeystoreKey: testKey})
+	feed := peer.Watch(ctx)
+	if c := next(t, feed); c.Kind != ChangeResync {
+		t.Fatalf("first change %+v, want a resync", c)
+	}
 	before := Decision{Key: "before", Kind: DecisionApproved, At: at}
 	if err := s.PutDecision(ctx, before); err != nil {
 		t.Fatal(err)
+	}
+	if c := next(t, feed); c != (Change{ChangeDecision, "before"}) {
+		t.Fatalf("change %+v, want the decision before", c)
 	}
 	if err := s.Unreachable(); err != nil {
 		t.Fatalf("Unreachable before the stop: %v", err)
@@ -275,12 +284,20 @@ func TestPostgresStoreDown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The feed reconnected (a resync: notices may have been missed), and
+	// then hears the write after the outage.
+	if c := next(t, feed); c.Kind != ChangeResync {
+		t.Fatalf("change after the outage %+v, want a resync", c)
+	}
 	after := Decision{Key: "d-after", Kind: DecisionApproved, At: at}
 	if err := s.PutDecision(ctx, after); err != nil {
 		t.Fatalf("write after reconnect: %v", err)
 	}
 	if err := s.LastWriteError(); err != nil {
 		t.Errorf("LastWriteError after a good write: %v", err)
+	}
+	if c := next(t, feed); c != (Change{ChangeDecision, "d-after"}) {
+		t.Fatalf("change after the outage %+v, want the decision d-after", c)
 	}
 	got, err := s.Decisions(ctx)
 	if err != nil || len(got) != 2 || got[0] != before || got[1] != after {

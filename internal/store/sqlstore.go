@@ -40,6 +40,10 @@ type sqlStore struct {
 	errMu   sync.Mutex
 	lastErr error
 
+	// feed is where writes another replica must apply are announced
+	// (PostgreSQL; see changes.go).
+	feed changeFeed
+
 	// reach fails calls at once while the database is known to be
 	// unreachable, and learns of it from their errors; nil when the
 	// database cannot go away (SQLite).
@@ -120,6 +124,17 @@ func (s *sqlStore) exec(ctx context.Context, what, query string, args ...any) er
 	return s.write(ctx, what, func(t tx) error {
 		_, err := t.exec(ctx, query, args...)
 		return err
+	})
+}
+
+// execChanged is a write of one statement that the other replicas apply:
+// the change (kind, id) is announced in the same transaction.
+func (s *sqlStore) execChanged(ctx context.Context, what, kind, id, query string, args ...any) error {
+	return s.write(ctx, what, func(t tx) error {
+		if _, err := t.exec(ctx, query, args...); err != nil {
+			return err
+		}
+		return s.notify(ctx, t, kind, id)
 	})
 }
 
@@ -205,7 +220,7 @@ func (s *sqlStore) PutDecision(ctx context.Context, d Decision) error {
 	if d.Key == "" || d.Kind == "" {
 		return errors.New("store: put decision: key and kind are required")
 	}
-	return s.exec(ctx, "put decision "+d.Kind+" "+d.Key, `INSERT INTO decisions (key, kind, fingerprint, source, reason, detail, at)
+	return s.execChanged(ctx, "put decision "+d.Kind+" "+d.Key, ChangeDecision, d.Key, `INSERT INTO decisions (key, kind, fingerprint, source, reason, detail, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (key, kind) DO UPDATE SET fingerprint = excluded.fingerprint, source = excluded.source,
 			reason = excluded.reason, detail = excluded.detail, at = excluded.at`,
@@ -214,7 +229,7 @@ func (s *sqlStore) PutDecision(ctx context.Context, d Decision) error {
 
 // DeleteDecision forgets the decision of key and kind; none is not an error.
 func (s *sqlStore) DeleteDecision(ctx context.Context, key, kind string) error {
-	return s.exec(ctx, "delete decision "+kind+" "+key, `DELETE FROM decisions WHERE key = ? AND kind = ?`, key, kind)
+	return s.execChanged(ctx, "delete decision "+kind+" "+key, ChangeDecision, key, `DELETE FROM decisions WHERE key = ? AND kind = ?`, key, kind)
 }
 
 // ---------------------------------------------------------------------------
@@ -253,7 +268,7 @@ func (s *sqlStore) PutInstall(ctx context.Context, in Install) error {
 	if in.Name == "" {
 		return errors.New("store: put install: name is required")
 	}
-	return s.exec(ctx, "put install "+in.Name, `INSERT INTO installs (name, config, enabled, allow_implicit, created_at, updated_at)
+	return s.execChanged(ctx, "put install "+in.Name, ChangeInstall, in.Name, `INSERT INTO installs (name, config, enabled, allow_implicit, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET config = excluded.config, enabled = excluded.enabled,
 			allow_implicit = excluded.allow_implicit, updated_at = excluded.updated_at,
@@ -264,7 +279,7 @@ func (s *sqlStore) PutInstall(ctx context.Context, in Install) error {
 
 // DeleteInstall forgets an install; none is not an error.
 func (s *sqlStore) DeleteInstall(ctx context.Context, name string) error {
-	return s.exec(ctx, "delete install "+name, `DELETE FROM installs WHERE name = ?`, name)
+	return s.execChanged(ctx, "delete install "+name, ChangeInstall, name, `DELETE FROM installs WHERE name = ?`, name)
 }
 
 // ---------------------------------------------------------------------------

@@ -308,4 +308,18 @@ func TestBuildSwarmSource(t *testing.T) {
 	if _, err := BuildSources(cfg, fakeDocker{}, nil, quietLog()); err == nil {
 		t.Error("a swarm source was built on an engine without the service API")
 	}
+	srcs, err := BuildSources(cfg, engine{fakeDocker{}, fakeSwarm{}}, []string{"st_mcp"}, quietLog())
+	if err != nil || len(srcs) != 1 || srcs[0].Type() != SourceSwarm {
+		t.Fatalf("BuildSources = %v, %v", srcs, err)
+	}
+}
+
+// engine is both APIs, as the engine client is.
+type engine struct {
+	fakeDocker
+	fakeSwarm
+}
+
+func (e engine) Events(ctx context.Context, opts client.EventsListOptions) client.EventsResult {
+	return e.fakeSwarm.Events(ctx, opts)
 }

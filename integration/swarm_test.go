@@ -74,10 +74,11 @@ func needSwarm(t *testing.T) {
 // TestSwarmStack deploys compose/swarm.yml as a stack of its own on a
 // single-node swarm: two gateway replicas on one PostgreSQL store and the
 // echo provider service, which both replicas discover and call by its
-// service name. Then one gateway task is killed: a 2026-07-28 client keeps
-// calling through the routing mesh, 2025-11-25 clients whose sessions were
-// on the killed replica initialize again, and Swarm's replacement task
-// serves the discovered provider too.
+// service name. Then one gateway task is killed: 2026-07-28 clients keep
+// calling through a round-robin balancer, 2025-11-25 clients whose
+// sessions were on the killed replica initialize again, and Swarm's
+// replacement task serves the discovered provider too. A service labelled
+// afterwards is found on its create event and dropped on its remove event.
 //
 // Not covered here: an install through one replica served by the other
 // needs the change propagation between replicas (issue 21), which is not
@@ -239,6 +240,42 @@ func TestSwarmStack(t *testing.T) {
 	stopLoop()
 	wg.Wait()
 
+	// A service labelled later is found on its create event (the stack's
+	// config rescans only every 30 s) by every replica, and deregistered
+	// on its remove event. It carries the stack's label, so that removing
+	// the stack removes it too.
+	late := stack + "_late"
+	create := exec.CommandContext(ctx, "docker", "service", "create", "--detach", "--quiet", "--name", late,
+		"--label", "com.docker.stack.namespace="+stack, "--label", "mcp.hangar.enabled=true", "--label", "mcp.hangar.name=late",
+		"--network", stack+"_mcp", "--endpoint-mode", "dnsrr", "--replicas", "1",
+		"mcp-hangar/testkit:dev", "--transport", "http", "--port", "8080", "--name", "late")
+	created := time.Now()
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("docker service create: %v\n%s", err, out)
+	}
+	for _, r := range fresh {
+		s := connectBearer(t, r.url, token)
+		waitFor(t, 10*time.Second, "late discovered through "+r.id[:12], func() bool {
+			res, err := callServer(ctx, s, "late", "hello late")
+			return err == nil && res["result"] == "hello late"
+		})
+	}
+	t.Logf("a new labelled service callable through both replicas %s after its create", time.Since(created).Round(time.Millisecond))
+	if out, err := exec.CommandContext(ctx, "docker", "service", "rm", late).CombinedOutput(); err != nil {
+		t.Fatalf("docker service rm: %v\n%s", err, out)
+	}
+	removed := time.Now()
+	for _, r := range fresh {
+		s := connectBearer(t, r.url, token)
+		waitFor(t, 10*time.Second, "late deregistered by "+r.id[:12], func() bool {
+			return !slices.Contains(listed(t, s), "late")
+		})
+		if got := listed(t, s); !slices.Contains(got, "echo") {
+			t.Errorf("hangar_list of %.12s after late's removal: %v, want echo still", r.id, got)
+		}
+	}
+	t.Logf("the removed service deregistered by both replicas %s after its remove", time.Since(removed).Round(time.Millisecond))
+
 	// The 2026-07-28 clients never failed but in the moment of the kill:
 	// requests sent to the killed task before its container was seen
 	// exited, none after.
@@ -397,22 +434,47 @@ func dialSDKBearer(t *testing.T, url, token, version string) *sdk.ClientSession 
 	return s
 }
 
-// echoErr calls the discovered echo server through hangar_call.
-func echoErr(ctx context.Context, s *session, text string) error {
+// callServer calls the echo tool of server through hangar_call and
+// returns its result.
+func callServer(ctx context.Context, s *session, server, text string) (map[string]any, error) {
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	m, isErr, raw, err := s.callE(cctx, "hangar_call", one("echo", "echo", map[string]any{"text": text}))
+	m, isErr, raw, err := s.callE(cctx, "hangar_call", one(server, "echo", map[string]any{"text": text}))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r, rerr := firstResult(m)
+	if isErr {
+		return nil, fmt.Errorf("hangar_call error: %s", raw)
+	}
+	r, err := firstResult(m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, raw)
+	}
+	return r, nil
+}
+
+// listed is the server IDs hangar_list shows.
+func listed(t *testing.T, s *session) []string {
+	t.Helper()
+	m := s.mustCall(t, "hangar_list", nil)
+	var ids []string
+	servers, _ := m["mcp_servers"].([]any)
+	for _, v := range servers {
+		if srv, ok := v.(map[string]any); ok {
+			ids = append(ids, str(srv, "mcp_server"))
+		}
+	}
+	return ids
+}
+
+// echoErr calls the discovered echo server through hangar_call.
+func echoErr(ctx context.Context, s *session, text string) error {
+	r, err := callServer(ctx, s, "echo", text)
 	switch {
-	case isErr:
-		return fmt.Errorf("hangar_call error: %s", raw)
-	case rerr != nil:
-		return fmt.Errorf("%w: %s", rerr, raw)
+	case err != nil:
+		return err
 	case r["result"] != text:
-		return fmt.Errorf("echo answered %v, want %q", r["result"], text)
+		return fmt.Errorf("echo answered %v (%v), want %q", r["result"], r["error"], text)
 	}
 	return nil
 }

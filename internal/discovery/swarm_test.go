@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -322,4 +323,60 @@ type engine struct {
 
 func (e engine) Events(ctx context.Context, opts client.EventsListOptions) client.EventsResult {
 	return e.fakeSwarm.Events(ctx, opts)
+}
+
+// TestServiceSnapshot: what a service's spec says, with its networks named.
+func TestServiceSnapshot(t *testing.T) {
+	t.Parallel()
+	names := map[string]string{"n1": "st_mcp", "n2": "other"}
+	two := uint64(2)
+	tests := []struct {
+		name string
+		svc  func() swarm.Service
+		want string // replicas job networks image
+	}{
+		{"replicated", func() swarm.Service { return service("s", "a", enabled(), 2, "n2", "n1") }, "2 false [other st_mcp] mcp/a:1"},
+		{"replicas unset", func() swarm.Service {
+			s := service("s", "a", nil, 0, "n1")
+			s.Spec.Mode.Replicated.Replicas = nil
+			return s
+		}, "1 false [st_mcp] mcp/a:1"},
+		{"global", func() swarm.Service {
+			s := service("s", "a", nil, 0, "n1")
+			s.Spec.Mode = swarm.ServiceMode{Global: &swarm.GlobalService{}}
+			return s
+		}, "-1 false [st_mcp] mcp/a:1"},
+		{"job", func() swarm.Service {
+			s := service("s", "a", nil, 0)
+			s.Spec.Mode = swarm.ServiceMode{ReplicatedJob: &swarm.ReplicatedJob{TotalCompletions: &two}}
+			return s
+		}, "0 true [] mcp/a:1"},
+		{"unknown network ID kept, duplicates once", func() swarm.Service { return service("s", "a", nil, 1, "zz", "n1", "n1") },
+			"1 false [st_mcp zz] mcp/a:1"},
+		{"no container spec", func() swarm.Service {
+			s := service("s", "a", nil, 1)
+			s.Spec.TaskTemplate.ContainerSpec = nil
+			return s
+		}, "1 false [] "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := tt.svc()
+			s := serviceSnapshot(in, names)
+			got := fmt.Sprintf("%d %v %v %s", s.Replicas, s.Job, s.Networks, s.Image)
+			if got != tt.want {
+				t.Errorf("snapshot = %q, want %q", got, tt.want)
+			}
+			if s.Labels == nil || s.Name != in.Spec.Name || s.ID != in.ID {
+				t.Errorf("snapshot identity %+v", s)
+			}
+			// The snapshot's labels are its own: decoding never writes
+			// through to the engine's answer.
+			s.Labels["x"] = "y"
+			if _, ok := in.Spec.Labels["x"]; ok {
+				t.Error("the snapshot shares the service's label map")
+			}
+		})
+	}
 }

@@ -4,7 +4,7 @@
 # test servers are FROM scratch around a static binary built on this host.
 
 GO        ?= go
-IMAGES    := gateway math testkit everything gosdk-everything egresskit
+IMAGES    := gateway math testkit everything gosdk-everything egresskit postgres
 GOFLAGS_STATIC := CGO_ENABLED=0
 COMPOSE   := $(shell if docker compose version >/dev/null 2>&1; then echo "docker compose"; else echo docker-compose; fi)
 TEST_TIMEOUT ?= 15m
@@ -76,6 +76,23 @@ build/gosdk-everything/gosdk-everything: FORCE
 
 image-gosdk-everything: build/gosdk-everything/gosdk-everything
 	docker build -q -t mcp-hangar/gosdk-everything:dev -f images/gosdk-everything/Dockerfile build/gosdk-everything
+
+# PostgreSQL for compose/swarm.yml, FROM scratch around this host's Debian
+# packages (nothing pulled). Rebuilt only when the packages or the image's
+# files changed (the label holds what it was made from); skipped with a
+# notice where PostgreSQL is not installed (.ci/run installs it).
+PG_BIN := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/postgres)))
+PG_KEY := $(shell { [ -n "$(PG_BIN)" ] && $(PG_BIN) --version; cat images/postgres/Dockerfile images/postgres/entrypoint.sh images/postgres/rootfs.sh; } 2>/dev/null | sha256sum | cut -c1-16)
+image-postgres:
+	@if [ -z "$(PG_BIN)" ]; then \
+		echo "mcp-hangar/postgres:dev skipped: PostgreSQL is not installed (apt-get install postgresql)"; \
+	elif [ "$$(docker image inspect -f '{{index .Config.Labels "io.mcp-hangar.postgres"}}' mcp-hangar/postgres:dev 2>/dev/null)" = "$(PG_KEY)" ]; then \
+		echo "mcp-hangar/postgres:dev is current"; \
+	else \
+		set -e; v=$$(sh images/postgres/rootfs.sh build/_postgres); \
+		docker build -q --label io.mcp-hangar.postgres=$(PG_KEY) --build-arg PG_VERSION=$$v -t mcp-hangar/postgres:dev -f images/postgres/Dockerfile build/_postgres; \
+		rm -rf build/_postgres; \
+	fi
 
 images: $(IMAGES:%=image-%)
 

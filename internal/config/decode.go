@@ -110,17 +110,20 @@ func (d *decoder) source(s *section) Source {
 	if !s.has("type") {
 		s.take("type")
 		d.add(s.at("type"), "required")
-	} else if s.enum("type", &src.Type, "docker", "filesystem") && src.Type == "docker" {
+	} else if s.enum("type", &src.Type, "docker", "swarm", "filesystem") && (src.Type == "docker" || src.Type == "swarm") {
 		for _, k := range []string{"path", "pattern", "watch"} {
 			if s.has(k) {
-				s.reject(k, "not allowed for type docker")
+				s.reject(k, "not allowed for type %s", src.Type)
 			}
 		}
 	} else if src.Type == "filesystem" && s.has("filters") {
 		s.reject("filters", "not allowed for type filesystem")
 	}
-	if src.Type == "docker" {
+	switch src.Type {
+	case "docker":
 		src.Filters = d.sourceFilters(s.sub("filters"))
+	case "swarm":
+		src.Filters = d.swarmFilters(s.sub("filters"))
 	}
 	s.enum("mode", &src.Mode, "additive", "authoritative")
 	if src.Type == "filesystem" {
@@ -153,6 +156,25 @@ func (d *decoder) sourceFilters(s *section) SourceFilters {
 			d.add(s.at("compose_project"), `must be "auto", "*" or a compose project name (lowercase letters, digits, '-' and '_') (got %q)`, p)
 		}
 	}
+	d.labelAndNetworkFilters(s, &f)
+	s.finish()
+	return f
+}
+
+// swarmFilters are a docker source's filters but compose_project: a stack
+// deployed on a swarm is no compose project (filter on the label
+// com.docker.stack.namespace instead).
+func (d *decoder) swarmFilters(s *section) SourceFilters {
+	var f SourceFilters
+	if s.has("compose_project") {
+		s.reject("compose_project", "not allowed for type swarm (a stack's services carry the label com.docker.stack.namespace: filter on labels)")
+	}
+	d.labelAndNetworkFilters(s, &f)
+	s.finish()
+	return f
+}
+
+func (d *decoder) labelAndNetworkFilters(s *section, f *SourceFilters) {
 	if s.strMap("labels", &f.Labels) {
 		for k := range f.Labels {
 			if strings.TrimSpace(k) == "" {
@@ -167,6 +189,4 @@ func (d *decoder) sourceFilters(s *section) SourceFilters {
 			}
 		}
 	}
-	s.finish()
-	return f
 }

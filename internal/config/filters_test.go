@@ -7,12 +7,15 @@ import (
 	"testing"
 )
 
-// The filters of a docker discovery source: defaults, accepted values and
+// The filters of a docker (and a swarm) discovery source: defaults, accepted values and
 // every rejection, each naming its key path.
 func TestSourceFilters(t *testing.T) {
 	t.Parallel()
 	src := func(filters string) string {
 		return "discovery:\n  sources:\n    - type: docker\n" + filters
+	}
+	swarm := func(filters string) string {
+		return "discovery:\n  sources:\n    - type: swarm\n" + filters
 	}
 	tests := []struct {
 		name     string
@@ -44,6 +47,17 @@ func TestSourceFilters(t *testing.T) {
 			problems: []string{"discovery.sources[0].filters.networks[0]: must not be empty"}},
 		{name: "filesystem source", yaml: "discovery:\n  sources:\n    - {type: filesystem, path: /x, filters: {compose_project: a}}\n",
 			problems: []string{"discovery.sources[0].filters: not allowed for type filesystem"}},
+		{name: "swarm default", yaml: swarm(""), want: SourceFilters{}},
+		{name: "swarm labels and networks", yaml: swarm("      filters: {labels: {com.docker.stack.namespace: hangar}, networks: [hangar_mcp]}\n"),
+			want: SourceFilters{Labels: map[string]string{"com.docker.stack.namespace": "hangar"}, Networks: []string{"hangar_mcp"}}},
+		{name: "swarm compose project", yaml: swarm("      filters: {compose_project: a}\n"),
+			problems: []string{"discovery.sources[0].filters.compose_project: not allowed for type swarm (a stack's services carry the label com.docker.stack.namespace: filter on labels)"}},
+		{name: "swarm empty network", yaml: swarm("      filters: {networks: [\" \"]}\n"),
+			problems: []string{"discovery.sources[0].filters.networks[0]: must not be empty"}},
+		{name: "swarm unknown filter", yaml: swarm("      filters: {stack: x}\n"),
+			problems: []string{"discovery.sources[0].filters.stack: unknown key"}},
+		{name: "swarm with path", yaml: "discovery:\n  sources:\n    - {type: swarm, path: /p, watch: true}\n",
+			problems: []string{"discovery.sources[0].path: not allowed for type swarm", "discovery.sources[0].watch: not allowed for type swarm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -233,12 +233,13 @@ type Discovery struct {
 
 // Source is one discovery source.
 type Source struct {
-	Type    string // docker | filesystem
+	Type    string // docker | swarm | filesystem
 	Mode    string // additive (default) | authoritative
 	Path    string // filesystem
 	Pattern string // filesystem, default "*.yaml"
 	Watch   bool   // filesystem
-	// Filters narrow a docker source.
+	// Filters narrow a docker or swarm source (swarm: labels and
+	// networks only).
 	Filters SourceFilters
 }
 

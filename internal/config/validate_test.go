@@ -146,7 +146,7 @@ func TestParseProblems(t *testing.T) {
 		{"strategy", pool + "    strategy: fastest\n", nil,
 			[]string{`mcp_servers.pool.strategy: must be one of round_robin, weighted_round_robin, least_connections, random, priority (got "fastest")`}},
 		{"logging level", "logging: {level: TRACE}\n", nil, []string{`logging.level: must be one of DEBUG, INFO, WARN, WARNING, ERROR (got "TRACE")`}},
-		{"source type", "discovery: {sources: [{type: k8s}]}\n", nil, []string{`discovery.sources[0].type: must be one of docker, filesystem (got "k8s")`}},
+		{"source type", "discovery: {sources: [{type: k8s}]}\n", nil, []string{`discovery.sources[0].type: must be one of docker, swarm, filesystem (got "k8s")`}},
 		{"source mode", "discovery: {sources: [{type: docker, mode: exclusive}]}\n", nil,
 			[]string{`discovery.sources[0].mode: must be one of additive, authoritative (got "exclusive")`}},
 

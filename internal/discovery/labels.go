@@ -37,6 +37,7 @@ var knownLabels = []string{LabelEnabled, LabelName, LabelMode, LabelPort, LabelP
 const (
 	SourceDocker     = "docker"
 	SourceFilesystem = "filesystem"
+	SourceSwarm      = "swarm"
 )
 
 // How a labelled container speaks MCP.
@@ -56,6 +57,10 @@ const (
 	defaultStartTimeout           = 30 * time.Second
 	defaultCallTimeout            = 60 * time.Second
 )
+
+// reasonNeedsStdin is why a stdio container without an open stdin is
+// refused; the Swarm source replaces it with its own reason.
+const reasonNeedsStdin = "needs a container started with an open stdin (docker run -i)"
 
 // fingerprintLen is how many hex digits of the sha256 a fingerprint keeps.
 const fingerprintLen = 16
@@ -88,8 +93,8 @@ type ContainerSnapshot struct {
 // Candidate is a server a source found, not yet registered.
 type Candidate struct {
 	Name        string
-	Source      string // SourceDocker | SourceFilesystem
-	Mode        string // ModeHTTP | ModeStdio for containers; the transport for files
+	Source      string // SourceDocker | SourceSwarm | SourceFilesystem
+	Mode        string // ModeHTTP | ModeStdio for containers and services; the transport for files
 	ContainerID string
 	Image       string
 	Group       string
@@ -199,7 +204,7 @@ func (d Decoder) Decode(c ContainerSnapshot) (Candidate, error) {
 		}
 		if !c.OpenStdin {
 			problems = append(problems, &LabelError{Label: LabelMode, Value: ModeStdio,
-				Reason: "needs a container started with an open stdin (docker run -i)", ShowValue: true})
+				Reason: reasonNeedsStdin, ShowValue: true})
 		}
 	} else {
 		if v, set := own[LabelPort]; set {

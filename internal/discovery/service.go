@@ -78,7 +78,7 @@ const (
 // onChange when that may have changed, until ctx ends (it may return at
 // once if the source cannot watch).
 type Source interface {
-	Type() string // SourceDocker | SourceFilesystem
+	Type() string // SourceDocker | SourceSwarm | SourceFilesystem
 	Mode() string // ModeAdditive | ModeAuthoritative
 	List(ctx context.Context) (Listing, error)
 	Watch(ctx context.Context, onChange func())
@@ -293,7 +293,7 @@ func New(cfg config.Discovery, reg Registry, check Checker, store *Store, log *s
 }
 
 // BuildSources makes the sources cfg lists. api may be nil when no source
-// is of type docker.
+// is of type docker or swarm.
 func BuildSources(cfg config.Discovery, api DockerAPI, preferNetworks []string, log *slog.Logger) ([]Source, error) {
 	var out []Source
 	for i, src := range cfg.Sources {
@@ -303,6 +303,12 @@ func BuildSources(cfg config.Discovery, api DockerAPI, preferNetworks []string, 
 				return nil, fmt.Errorf("discovery.sources[%d]: docker source without a Docker engine", i)
 			}
 			out = append(out, NewDocker(api, src, preferNetworks, log))
+		case SourceSwarm:
+			sw, ok := api.(SwarmAPI)
+			if !ok {
+				return nil, fmt.Errorf("discovery.sources[%d]: swarm source without a Docker engine", i)
+			}
+			out = append(out, NewSwarm(sw, src, preferNetworks, log))
 		case SourceFilesystem:
 			out = append(out, NewFilesystem(src, log))
 		default:

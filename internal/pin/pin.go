@@ -108,7 +108,17 @@ func (g *Gate) Vet(ctx context.Context, server string, tools []mcpconn.Tool) err
 		return fmt.Errorf("read tool pins of %s: %w", server, err)
 	}
 	if len(pinned) == 0 {
-		return g.Accept(ctx, server, tools)
+		err := g.Accept(ctx, server, tools)
+		if err == nil {
+			return nil
+		}
+		// Replicas sharing the store vet a new server at the same moment:
+		// the one whose pins collided with another's judges the tools
+		// against the pins that won.
+		var rerr error
+		if pinned, rerr = g.Pins.ToolPins(ctx, server); rerr != nil || len(pinned) == 0 {
+			return err
+		}
 	}
 	if changes := Diff(pinned, tools); len(changes) > 0 {
 		return &provider.ToolsChanged{Server: server, Changes: changes}

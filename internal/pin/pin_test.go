@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 func tool(name, desc, schema string) mcpconn.Tool {
@@ -162,5 +163,41 @@ func TestGate(t *testing.T) {
 	}
 	if err := g.Vet(ctx, "kit", v2); err != nil {
 		t.Errorf("Vet after Accept: %v", err)
+	}
+}
+
+// racingPins is a store in which another replica pins first: the first
+// ReplaceToolPins fails as PostgreSQL's unique key does, with that
+// replica's pins in place.
+type racingPins struct {
+	*pin.Memory
+	theirs []mcpconn.Tool
+	raced  bool
+}
+
+func (r *racingPins) ReplaceToolPins(ctx context.Context, server string, pins []store.ToolPin) error {
+	if !r.raced {
+		r.raced = true
+		if err := r.Memory.ReplaceToolPins(ctx, server, pin.Pins(server, r.theirs, time.Now())); err != nil {
+			return err
+		}
+		return errors.New("duplicate key value violates unique constraint")
+	}
+	return r.Memory.ReplaceToolPins(ctx, server, pins)
+}
+
+// Two replicas vet a new server at once: the one that loses the race
+// judges against the winner's pins instead of failing.
+func TestGateVetRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v1 := []mcpconn.Tool{tool("echo", "Echo", "")}
+	if err := pin.New(&racingPins{Memory: pin.NewMemory(), theirs: v1}).Vet(ctx, "kit", v1); err != nil {
+		t.Errorf("same tools as the winner: %v", err)
+	}
+	v2 := []mcpconn.Tool{tool("echo", "Echo, and more", "")}
+	err := pin.New(&racingPins{Memory: pin.NewMemory(), theirs: v1}).Vet(ctx, "kit", v2)
+	if _, ok := errors.AsType[*provider.ToolsChanged](err); !ok {
+		t.Errorf("other tools than the winner's: %v, want ToolsChanged", err)
 	}
 }

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -24,6 +26,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
@@ -80,9 +83,7 @@ func needSwarm(t *testing.T) {
 // replacement task serves the discovered provider too. A service labelled
 // afterwards is found on its create event and dropped on its remove event.
 //
-// Not covered here: an install through one replica served by the other
-// needs the change propagation between replicas (issue 21), which is not
-// on this branch.
+// A server installed through one replica is served by the other.
 func TestSwarmStack(t *testing.T) {
 	if _, err := docker.ImageInspect(t.Context(), swarmPostgresImage); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -149,6 +150,24 @@ func TestSwarmStack(t *testing.T) {
 	}
 	t.Logf("echo discovered and called through both replicas %s after deploy", time.Since(began).Round(time.Millisecond))
 
+	// A server installed through one replica is served by the other: the
+	// install is a store write whose notice the other replica applies.
+	installed := "installed"
+	cfg := `{"mcpServers": {"` + installed + `": {"url": "http://` + stack + `_echo:8080/mcp"}}}`
+	installedAt := time.Now()
+	if res, raw := mgmtBearer(t, replicas[0].url, token, manage.MethodInstall, map[string]any{"config_json": cfg}); res["status"] != "ok" {
+		t.Fatalf("mcp/install through replica %.12s: %s", replicas[0].id, raw)
+	}
+	other := connectBearer(t, replicas[1].url, token)
+	waitFor(t, 10*time.Second, "the install served by the other replica", func() bool {
+		return slices.Contains(listed(t, other), installed)
+	})
+	t.Logf("installed through replica %.12s, listed by replica %.12s %s later", replicas[0].id, replicas[1].id, time.Since(installedAt).Round(time.Millisecond))
+	waitFor(t, 20*time.Second, "the installed server called through the other replica", func() bool {
+		res, err := callServer(ctx, other, installed, "via the other replica")
+		return err == nil && res["result"] == "via the other replica"
+	})
+
 	// 2025-11-25 sessions on the replica about to be killed, with both
 	// clients.
 	victim := replicas[0]
@@ -188,8 +207,8 @@ func TestSwarmStack(t *testing.T) {
 				if err != nil {
 					t.Logf("modern client %d: %v", i, err)
 				}
-				// Below the token's default rate limit (10/s a replica),
-				// also when one replica takes all.
+				// Far below the token's rate limit (50/s shared by the
+				// replicas), also when one replica takes all.
 				time.Sleep(250 * time.Millisecond)
 			}
 		})
@@ -529,4 +548,30 @@ func sdkEcho(ctx context.Context, s *sdk.ClientSession, text string) error {
 		return fmt.Errorf("echo answered %v, want %q", r["result"], text)
 	}
 	return nil
+}
+
+// mgmtBearer calls a management method with the stack's token.
+func mgmtBearer(t *testing.T, url, token, method string, params any) (map[string]any, string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var env struct {
+		Result map[string]any   `json:"result"`
+		Error  *manage.RPCError `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || env.Error != nil {
+		t.Fatalf("%s: HTTP %d %s", method, resp.StatusCode, raw)
+	}
+	return env.Result, string(raw)
 }

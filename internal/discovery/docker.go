@@ -237,10 +237,17 @@ func endpointIPs(eps map[string]*network.EndpointSettings) map[string]string {
 // onChange, since events may have been missed while the stream was down.
 // A broken stream is reopened with backoff.
 func (d *Docker) Watch(ctx context.Context, onChange func()) {
+	followEvents(ctx, d.log, "docker", func(ctx context.Context) (bool, error) { return d.follow(ctx, onChange) })
+}
+
+// followEvents runs follow, one engine event stream, until ctx ends, and
+// opens it again with backoff whenever it ends; follow reports whether
+// the stream delivered anything. kind names the stream in the log.
+func followEvents(ctx context.Context, log *slog.Logger, kind string, follow func(context.Context) (bool, error)) {
 	wait := retry.Reconnect()
 	for ctx.Err() == nil {
 		began := time.Now()
-		got, err := d.follow(ctx, onChange)
+		got, err := follow(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -250,7 +257,7 @@ func (d *Docker) Watch(ctx context.Context, onChange func()) {
 			wait.Reset()
 		}
 		delay := wait.NextBackOff()
-		d.log.Warn("docker event stream ended; reconnecting", FieldError, err, "retry_in", delay)
+		log.Warn(kind+" event stream ended; reconnecting", FieldError, err, "retry_in", delay)
 		if !retry.Sleep(ctx, delay) {
 			return
 		}

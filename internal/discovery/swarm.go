@@ -8,14 +8,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // SwarmAPI is the part of the engine client the Swarm source uses. The
@@ -233,22 +231,7 @@ func serviceSnapshot(svc swarm.Service, networkNames map[string]string) ServiceS
 // may have been missed while the stream was down. A broken stream is
 // reopened with backoff.
 func (s *Swarm) Watch(ctx context.Context, onChange func()) {
-	wait := retry.Reconnect()
-	for ctx.Err() == nil {
-		began := time.Now()
-		got, err := s.follow(ctx, onChange)
-		if ctx.Err() != nil {
-			return
-		}
-		if got || time.Since(began) > maxBackoff {
-			wait.Reset()
-		}
-		delay := wait.NextBackOff()
-		s.log.Warn("swarm event stream ended; reconnecting", FieldError, err, "retry_in", delay)
-		if !retry.Sleep(ctx, delay) {
-			return
-		}
-	}
+	followEvents(ctx, s.log, "swarm", func(ctx context.Context) (bool, error) { return s.follow(ctx, onChange) })
 }
 
 func (s *Swarm) follow(ctx context.Context, onChange func()) (got bool, err error) {

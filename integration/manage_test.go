@@ -76,12 +76,21 @@ func (s *syncBuffer) String() string {
 // mgmt calls a management method; the answer's raw body comes back too.
 func mgmt(t *testing.T, url, method string, params any) (map[string]any, *manage.RPCError, string) {
 	t.Helper()
+	return mgmtAs(t, url, "", method, params)
+}
+
+// mgmtAs is mgmt with a bearer token ("" sends none).
+func mgmtAs(t *testing.T, url, token, method string, params any) (map[string]any, *manage.RPCError, string) {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)

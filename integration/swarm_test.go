@@ -1,13 +1,11 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -155,7 +153,7 @@ func TestSwarmStack(t *testing.T) {
 	installed := "installed"
 	cfg := `{"mcpServers": {"` + installed + `": {"url": "http://` + stack + `_echo:8080/mcp"}}}`
 	installedAt := time.Now()
-	if res, raw := mgmtBearer(t, replicas[0].url, token, manage.MethodInstall, map[string]any{"config_json": cfg}); res["status"] != "ok" {
+	if res, _, raw := mgmtAs(t, replicas[0].url, token, manage.MethodInstall, map[string]any{"config_json": cfg}); res["status"] != "ok" {
 		t.Fatalf("mcp/install through replica %.12s: %s", replicas[0].id, raw)
 	}
 	other := connectBearer(t, replicas[1].url, token)
@@ -548,30 +546,4 @@ func sdkEcho(ctx context.Context, s *sdk.ClientSession, text string) error {
 		return fmt.Errorf("echo answered %v, want %q", r["result"], text)
 	}
 	return nil
-}
-
-// mgmtBearer calls a management method with the stack's token.
-func mgmtBearer(t *testing.T, url, token, method string, params any) (map[string]any, string) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var env struct {
-		Result map[string]any   `json:"result"`
-		Error  *manage.RPCError `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil || env.Error != nil {
-		t.Fatalf("%s: HTTP %d %s", method, resp.StatusCode, raw)
-	}
-	return env.Result, string(raw)
 }

@@ -100,18 +100,59 @@ type Report struct {
 
 // Targets of the issue.
 const (
-	targetWarmRatio  = 1.10
 	targetColdRatio  = 1.2
 	targetListMedian = 5 * time.Millisecond
 	targetRSS100     = 40 << 20
 	targetDiscovery  = 500 * time.Millisecond
 	targetFloorCPU   = 1.2
-	// Issue 14: a lean hot path.
-	targetLeanP50    = 1.5
-	targetLeanP99    = 2.0
-	targetCallCPU    = 250 * time.Microsecond
-	targetThroughput = 0.5
 )
+
+// Targets against the least a call through any MCP gateway over
+// streamable HTTP can take with these clients: the protocol's floor round
+// trip (a bare mcp-go server answering a trivial tool) plus the direct
+// call (issue 26). They replace round 1's "< 10% over the direct call"
+// and issue 14's "≤ 1.5× direct" and "≥ 0.5× direct at 32 clients",
+// which no gateway could meet: the floor alone is about the direct call.
+const (
+	targetByNameP50    = 1.3
+	targetByNameP99    = 1.5
+	targetCallP50      = 1.45
+	targetStatelessCPU = 1.05 // 2026-07-28 CPU per call over 2025-11-25's
+	targetCPU32        = 200 * time.Microsecond
+)
+
+// leastTargets are the hot path's rows of the targets table, each against
+// the least a gateway can take or the other protocol version.
+func (r *Report) leastTargets(t *table) {
+	w := r.Warm
+	if w == nil || w.Floor1.Lat.N == 0 {
+		t.add("Calls against the least a gateway can take (floor round trip + direct call)", "not measured", "—")
+		return
+	}
+	least50 := w.Floor1.Lat.P50 + w.Direct1.Lat.P50
+	// The sum of the two p99s: at least the p99 of the sum, so this row
+	// errs in the gateway's favour, and says so.
+	least99 := w.Floor1.Lat.P99 + w.Direct1.Lat.P99
+	n50, n99 := Ratio(w.FrontDoor1.Lat.P50, least50), Ratio(w.FrontDoor1.Lat.P99, least99)
+	t.add(fmt.Sprintf("A call by callable name: p50 ≤ %.1f×, p99 ≤ %.1f× the least a gateway can take (why: the floor's round trip plus the direct call is what any gateway over streamable HTTP adds to the provider at the least; p99 against the sum of the two p99s)", targetByNameP50, targetByNameP99),
+		fmt.Sprintf("p50 %s vs %s (%s), p99 %s vs %s (%s)", FormatDuration(w.FrontDoor1.Lat.P50), FormatDuration(least50), FormatRatio(n50),
+			FormatDuration(w.FrontDoor1.Lat.P99), FormatDuration(least99), FormatRatio(n99)),
+		verdict(n50 <= targetByNameP50 && n99 <= targetByNameP99))
+	c50, l50 := Ratio(w.Gateway1.Lat.P50, least50), Ratio(w.Legacy1.Lat.P50, least50)
+	t.add(fmt.Sprintf("hangar_call with one call: p50 ≤ %.2f× the least, on both protocol versions (why: it adds the batch envelope to a call by name)", targetCallP50),
+		fmt.Sprintf("%s %s (%s), %s %s (%s); the least %s", w.Protocol, FormatDuration(w.Gateway1.Lat.P50), FormatRatio(c50),
+			w.LegacyProtocol, FormatDuration(w.Legacy1.Lat.P50), FormatRatio(l50), FormatDuration(least50)),
+		verdict(c50 <= targetCallP50 && l50 <= targetCallP50))
+	if w.Gateway1.CPUPerCall > 0 && w.Legacy1.CPUPerCall > 0 {
+		cr := float64(w.Gateway1.CPUPerCall) / float64(w.Legacy1.CPUPerCall)
+		t.add(fmt.Sprintf("Gateway CPU per hangar_call on %s within 5%% of %s (why: the stateless protocol must be no dearer than the session one it replaces)", w.Protocol, w.LegacyProtocol),
+			fmt.Sprintf("%s vs %s (%s)", FormatDuration(w.Gateway1.CPUPerCall), FormatDuration(w.Legacy1.CPUPerCall), FormatRatio(cr)), verdict(cr <= targetStatelessCPU))
+	}
+	if w.Gateway32.CPUPerCall > 0 {
+		t.add(fmt.Sprintf("Gateway CPU per hangar_call at %d clients ≤ %s (why: under load the gateway's own work must stay below the floor server's per call; a call by name is not measured at 32 clients)", w.Clients, FormatDuration(targetCPU32)),
+			FormatDuration(w.Gateway32.CPUPerCall), verdict(w.Gateway32.CPUPerCall <= targetCPU32))
+	}
+}
 
 func verdict(ok bool) string {
 	if ok {
@@ -233,14 +274,6 @@ func orUnknown(s string) string {
 
 func (r *Report) targets() *table {
 	t := &table{head: []string{"Target", "Measured", "Result"}}
-	if w := r.Warm; w != nil {
-		ratio := Ratio(w.Gateway1.Lat.P50, w.Direct1.Lat.P50)
-		t.add("Warm call overhead < 10% of the direct call at p50 (1 client)",
-			fmt.Sprintf("%s vs %s direct (%s, +%s per call)", FormatDuration(w.Gateway1.Lat.P50), FormatDuration(w.Direct1.Lat.P50), FormatRatio(ratio), FormatDuration(w.Gateway1.Lat.P50-w.Direct1.Lat.P50)),
-			verdict(ratio < targetWarmRatio))
-	} else {
-		t.add("Warm call overhead < 10% of the direct call at p50", "not measured", "—")
-	}
 	if c := r.Cold; c != nil {
 		ratio := Ratio(c.Gateway.P50, c.FloorFull.P50)
 		t.add("Cold start within 1.2× the floor",
@@ -252,23 +285,7 @@ func (r *Report) targets() *table {
 	if bu := r.Burst; bu != nil {
 		t.add(fmt.Sprintf("%d simultaneous first calls start 1 container", bu.Clients), fmt.Sprintf("%v per trial", bu.Created), verdict(allOne(bu.Created)))
 	}
-	if w := r.Warm; w != nil {
-		p50, p99 := Ratio(w.Gateway1.Lat.P50, w.Direct1.Lat.P50), Ratio(w.Gateway1.Lat.P99, w.Direct1.Lat.P99)
-		t.add(fmt.Sprintf("hangar_call warm p50 ≤ %.1f× and p99 ≤ %.0f× the direct call (1 client)", targetLeanP50, targetLeanP99),
-			fmt.Sprintf("p50 %s, p99 %s", FormatRatio(p50), FormatRatio(p99)), verdict(p50 <= targetLeanP50 && p99 <= targetLeanP99))
-		t.add(fmt.Sprintf("Gateway CPU per hangar_call ≤ %s on both protocol versions", FormatDuration(targetCallCPU)),
-			fmt.Sprintf("%s (%s), %s (%s)", FormatDuration(w.Gateway1.CPUPerCall), w.Protocol, FormatDuration(w.Legacy1.CPUPerCall), w.LegacyProtocol),
-			verdict(w.Gateway1.CPUPerCall > 0 && w.Gateway1.CPUPerCall <= targetCallCPU && w.Legacy1.CPUPerCall > 0 && w.Legacy1.CPUPerCall <= targetCallCPU))
-		fp50, fp99 := Ratio(w.FrontDoor1.Lat.P50, w.Direct1.Lat.P50), Ratio(w.FrontDoor1.Lat.P99, w.Direct1.Lat.P99)
-		t.add(fmt.Sprintf("Front-door call by name: warm p50 ≤ %.1f×, p99 ≤ %.0f× direct, CPU ≤ %s", targetLeanP50, targetLeanP99, FormatDuration(targetCallCPU)),
-			fmt.Sprintf("p50 %s, p99 %s, CPU %s", FormatRatio(fp50), FormatRatio(fp99), FormatDuration(w.FrontDoor1.CPUPerCall)),
-			verdict(fp50 <= targetLeanP50 && fp99 <= targetLeanP99 && w.FrontDoor1.CPUPerCall > 0 && w.FrontDoor1.CPUPerCall <= targetCallCPU))
-		if w.Direct32.PerSec > 0 {
-			tp := w.Gateway32.PerSec / w.Direct32.PerSec
-			t.add(fmt.Sprintf("%d clients: throughput ≥ %.1f× the direct shared session", w.Clients, targetThroughput),
-				fmt.Sprintf("%.0f vs %.0f calls/s (%s)", w.Gateway32.PerSec, w.Direct32.PerSec, FormatRatio(tp)), verdict(tp >= targetThroughput))
-		}
-	}
+	r.leastTargets(t)
 	if w := r.Warm; w != nil && w.Floor1.CPUPerCall > 0 && w.Health1.CPUPerCall > 0 {
 		ratio := float64(w.Health1.CPUPerCall) / float64(w.Floor1.CPUPerCall)
 		t.add(fmt.Sprintf("Gateway trivial-tool CPU per call ≤ %.1f× the bare mcp-go floor", targetFloorCPU),
@@ -338,7 +355,7 @@ func (r *Report) figure1(b *strings.Builder) {
 		return
 	}
 	t := &table{head: append(append([]string{}, latencyHead...), "Calls/s (gateway / direct)")}
-	target := fmt.Sprintf("< %.2f× at p50: %s", targetWarmRatio, verdict(Ratio(w.Gateway1.Lat.P50, w.Direct1.Lat.P50) < targetWarmRatio))
+	target := fmt.Sprintf("p50 ≤ %.2f× the least a gateway can take (Targets)", targetCallP50)
 	t.add(append(latencyRow("Warm call, 1 client", w.Gateway1.Lat, "direct stdio call", w.Direct1.Lat, target),
 		fmt.Sprintf("%.0f / %.0f (%s)", w.Gateway1.PerSec, w.Direct1.PerSec, FormatRatio(w.Gateway1.PerSec/w.Direct1.PerSec)))...)
 	t.add(append(latencyRow(fmt.Sprintf("Warm call, %d clients", w.Clients), w.Gateway32.Lat, "direct, shared session", w.Direct32.Lat, "—"),

@@ -134,7 +134,7 @@ func (r *Report) leastTargets(t *table) {
 	// errs in the gateway's favour, and says so.
 	least99 := w.Floor1.Lat.P99 + w.Direct1.Lat.P99
 	n50, n99 := Ratio(w.FrontDoor1.Lat.P50, least50), Ratio(w.FrontDoor1.Lat.P99, least99)
-	t.add(fmt.Sprintf("A call by callable name: p50 ≤ %.1f×, p99 ≤ %.1f× the least a gateway can take (why: the floor's round trip plus the direct call is what any gateway over streamable HTTP adds to the provider at the least; p99 against the sum of the two p99s)", targetByNameP50, targetByNameP99),
+	t.add(fmt.Sprintf("A call by callable name: p50 ≤ %.1f×, p99 ≤ %.1f× the least a gateway can take (why: the floor's round trip plus the direct call is the least a call through any gateway over streamable HTTP can take; p99 against the sum of the two p99s)", targetByNameP50, targetByNameP99),
 		fmt.Sprintf("p50 %s vs %s (%s), p99 %s vs %s (%s)", FormatDuration(w.FrontDoor1.Lat.P50), FormatDuration(least50), FormatRatio(n50),
 			FormatDuration(w.FrontDoor1.Lat.P99), FormatDuration(least99), FormatRatio(n99)),
 		verdict(n50 <= targetByNameP50 && n99 <= targetByNameP99))

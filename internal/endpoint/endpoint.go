@@ -72,8 +72,9 @@ type Options struct {
 	Forward func(http.Handler) http.Handler
 }
 
-// withDefaults fills what o leaves unset.
-func (o Options) withDefaults() Options {
+// WithDefaults fills what o leaves unset (New applies it; the gateway
+// needs the session limits before, to build its session table).
+func (o Options) WithDefaults() Options {
 	if o.SessionIdleTTL <= 0 {
 		o.SessionIdleTTL = 30 * time.Minute
 	}
@@ -144,7 +145,7 @@ type Endpoint struct {
 // New builds the endpoint: /mcp through the pipeline, /healthz, the
 // OAuth metadata, and p.Mounts.
 func New(o Options, p Parts) *Endpoint {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	mux := http.NewServeMux()
 	var h http.Handler = p.Table.handler(p.Sessions)
 	for i := len(p.Stages) - 1; i >= 0; i-- {

@@ -1,14 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
-	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/relay"
@@ -19,12 +17,7 @@ import (
 // 2026-07-28 cancellation and roots), its routing table, and /events and
 // /metrics beside it.
 func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoint {
-	if o.SessionIdleTTL <= 0 {
-		o.SessionIdleTTL = 30 * time.Minute
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 1000
-	}
+	o = o.WithDefaults()
 	// The session table, not mcp-go, owns session ids and their expiry
 	// (endpoint/sessions.go); mcp-go's own idle sweeper stays off.
 	sessions := endpoint.NewSessionTable(o.MaxSessions, o.MaxSessionsPerIdentity, o.SessionIdleTTL, g.Log.With("component", "sessions"))
@@ -34,8 +27,8 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 		server.WithSessionIdManagerResolver(sessions),
 		server.WithHeartbeatInterval(30*time.Second),
 	)
-	if o.Auth == nil {
-		o.Auth = &auth.HTTP{Auth: auth.NewAuthenticator(context.Background(), config.Auth{}, auth.Options{}), Loopback: true, Log: g.Log}
+	if o.Auth.Log == nil {
+		o.Auth.Log = g.Log
 	}
 	if o.Auth.Audit == nil {
 		o.Auth.Audit = g.auditRequest // every refusal is audited (authz.go)

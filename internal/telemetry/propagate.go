@@ -30,35 +30,29 @@ func metaCarrier(traceparent, tracestate, baggage string) propagation.MapCarrier
 // are what the propagator (W3C trace context and baggage) would write,
 // written directly: through its carrier they cost two maps per call.
 func MetaFields(ctx context.Context) map[string]any {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return nil
-	}
-	out := make(map[string]any, 3)
-	out[keyTraceparent] = formatTraceparent(sc)
-	if ts := sc.TraceState().String(); ts != "" {
-		out[keyTracestate] = ts
-	}
-	if b := baggage.FromContext(ctx).String(); b != "" {
-		out[keyBaggage] = b
-	}
-	return out
+	return traceFields(ctx, func(s string) any { return s })
 }
 
 // Headers are the trace context of ctx's span as HTTP headers, for a
 // provider served over HTTP; nil when ctx carries no span context.
 func Headers(ctx context.Context) map[string]string {
+	return traceFields(ctx, func(s string) string { return s })
+}
+
+// traceFields writes ctx's trace context into a map of the carrier's value
+// type.
+func traceFields[V any](ctx context.Context, value func(string) V) map[string]V {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return nil
 	}
-	out := make(map[string]string, 3)
-	out[keyTraceparent] = formatTraceparent(sc)
+	out := make(map[string]V, 3)
+	out[keyTraceparent] = value(formatTraceparent(sc))
 	if ts := sc.TraceState().String(); ts != "" {
-		out[keyTracestate] = ts
+		out[keyTracestate] = value(ts)
 	}
 	if b := baggage.FromContext(ctx).String(); b != "" {
-		out[keyBaggage] = b
+		out[keyBaggage] = value(b)
 	}
 	return out
 }

@@ -140,6 +140,14 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 			return nil, fmt.Errorf("initialize: %w", err)
 		} else {
 			firstErr = err
+			// The client below numbers its requests from 1 again, on the
+			// same transport. mcp-go's stdio reader forgets an answered id
+			// only after handing the answer over, so it can forget the
+			// next request of that id instead, whose answer is then
+			// dropped and the handshake hangs. One more request of this
+			// client, answered or refused, is read only after that
+			// forgetting: from then on id 1 is free.
+			_, _ = c.Discover(ctx, mcp.DiscoverRequest{})
 		}
 	}
 	c := client.NewClient(tr, append(handlers, client.WithDiscoverTimeout(-1))...)

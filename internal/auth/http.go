@@ -126,6 +126,14 @@ func (h *HTTP) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// The identities of callers without a credential, built once: an
+// Identity is read-only once built, so every request may share one.
+var (
+	localCaller     = Local(KindLocal)
+	anonymousCaller = NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil)
+	anonymousReader = NewIdentity(KindAnonymous, KindAnonymous, []string{ScopeRead}, nil)
+)
+
 // authenticate is who the credential in hdr makes a caller under cur; a
 // non-empty reason refuses it (presented: a credential was sent).
 func (h *HTTP) authenticate(ctx context.Context, hdr http.Header, cur Settings) (id Identity, rl *config.RateLimit, reason string, presented bool) {
@@ -136,9 +144,9 @@ func (h *HTTP) authenticate(ctx context.Context, hdr http.Header, cur Settings) 
 		// keep working against a local gateway.
 		switch {
 		case h.Loopback:
-			return Local(KindLocal), nil, "", false
+			return localCaller, nil, "", false
 		case cur.AllowAnonymous:
-			return NewIdentity(KindAnonymous, KindAnonymous, AllScopes, nil), nil, "", false
+			return anonymousCaller, nil, "", false
 		}
 		return Identity{}, nil, "no credentials are configured and anonymous access is off", false
 	}
@@ -146,7 +154,7 @@ func (h *HTTP) authenticate(ctx context.Context, hdr http.Header, cur Settings) 
 	if err == ErrNoCredential && cur.AllowAnonymous {
 		// Beside configured credentials, anonymous callers may only look:
 		// anything more would make the tokens' scopes pointless.
-		return NewIdentity(KindAnonymous, KindAnonymous, []string{ScopeRead}, nil), nil, "", false
+		return anonymousReader, nil, "", false
 	}
 	if err != nil {
 		return Identity{}, nil, err.Error(), err != ErrNoCredential

@@ -31,6 +31,10 @@ var toolScopes = map[string]string{
 	"hangar_group_rebalance":     ScopeAdmin,
 }
 
+// GatewayTool reports whether name is one of the gateway's own tools
+// (hangar_*), not a provider's tool on the front door.
+func GatewayTool(name string) bool { return strings.HasPrefix(name, "hangar_") }
+
 // ToolScope is the scope a tool needs. Provider tools (the front door's
 // <server>__<tool>, anything not starting with "hangar_") need hangar:call;
 // the caller also checks MayReach for the tool's provider.
@@ -38,7 +42,7 @@ func ToolScope(name string) string {
 	if s, ok := toolScopes[name]; ok {
 		return s
 	}
-	if strings.HasPrefix(name, "hangar_") {
+	if GatewayTool(name) {
 		return ScopeAdmin
 	}
 	return ScopeCall

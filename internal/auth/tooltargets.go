@@ -39,7 +39,7 @@ func Targets(args any) []string {
 // A front-door tool's server is checked by the front door's own filter,
 // which mcp-go applies at tools/call too.
 func CheckTool(id Identity, tool string, args any) *Error {
-	if !strings.HasPrefix(tool, "hangar_") {
+	if !GatewayTool(tool) {
 		return id.Check(ToolScope(tool), "")
 	}
 	return CheckTargets(id, ToolScope(tool), Targets(args))

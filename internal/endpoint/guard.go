@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-hangar/hangar/internal/auth"
@@ -102,7 +101,7 @@ func refusal(id auth.Identity, env Checked, serverOf func(tool string) string) *
 		return id.Check(auth.ToolScope(env.Params.Name), srv)
 	}
 	var targets []string
-	if len(id.Servers) > 0 && strings.HasPrefix(env.Params.Name, "hangar_") {
+	if len(id.Servers) > 0 && auth.GatewayTool(env.Params.Name) {
 		targets = auth.RawTargets(env.Params.Arguments)
 	}
 	return auth.CheckTargets(id, auth.ToolScope(env.Params.Name), targets)

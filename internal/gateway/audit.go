@@ -149,7 +149,7 @@ func (g *Gateway) refusedCall(ctx context.Context, req mcp.CallToolRequest, e *s
 	id := auth.Caller(ctx)
 	if ae := auth.CheckTool(id, req.Params.Name, req.Params.Arguments); ae != nil {
 		e.Allowed, e.Outcome, e.Reason = false, OutcomeDenied, forbiddenReason(ae)
-		if strings.HasPrefix(req.Params.Name, "hangar_") {
+		if auth.GatewayTool(req.Params.Name) {
 			e.Server = refusedTarget(id, req.Params.Name, req.Params.Arguments)
 		}
 		return true
@@ -244,7 +244,7 @@ func (g *Gateway) auditToolCall(ctx context.Context, req mcp.CallToolRequest, be
 		Outcome:    OutcomeOK,
 	}
 	// The target's name, never an argument value otherwise.
-	if strings.HasPrefix(req.Params.Name, "hangar_") {
+	if auth.GatewayTool(req.Params.Name) {
 		e.Server = actedOn(req.Params.Name, req.Params.Arguments)
 	} else {
 		e.Server = g.toolServer(req.Params.Name)

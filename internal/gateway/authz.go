@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -19,7 +18,7 @@ import (
 // name), "" for hangar_* tools (whose target is an argument) and for a
 // name nothing is bound to.
 func (g *Gateway) toolServer(name string) string {
-	if strings.HasPrefix(name, "hangar_") || g.FrontDoor == nil {
+	if auth.GatewayTool(name) || g.FrontDoor == nil {
 		return ""
 	}
 	if b := g.FrontDoor.Binding(name); b != nil {

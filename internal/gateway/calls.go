@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
@@ -110,18 +111,24 @@ func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPSe
 	}
 	c.req.Method = env.Method
 	c.req.Header = r.Header
-	if json.Unmarshal(env.Params, &c.req.Params) != nil {
+	var raw callParams
+	if json.Unmarshal(env.Params, &raw) != nil {
+		return c, false
+	}
+	meta, ok := raw.meta()
+	if !ok || meta.version != version || meta.caps == nil ||
+		raw.Task != nil || raw.RequestState != "" || len(raw.InputResponses) > 0 || !standardHeaders(r.Header, raw.Name) {
 		return c, false
 	}
 	p := &c.req.Params
-	meta := p.Meta
-	caps := meta.ClientCapabilities()
-	if meta.ProtocolVersion() != version || caps == nil || meta.ProgressToken != nil ||
-		p.Task != nil || p.RequestState != "" || len(p.InputResponses) > 0 || !standardHeaders(r.Header, p.Name) {
+	p.Name, p.Meta, p.RawArguments = raw.Name, &mcp.Meta{AdditionalFields: meta.fields}, raw.Arguments
+	// The gateway's own tools read their arguments as a map (mcp-go's
+	// decoding of them); a provider's tool passes them on raw.
+	if len(raw.Arguments) > 0 && auth.GatewayTool(raw.Name) && json.Unmarshal(raw.Arguments, &p.Arguments) != nil {
 		return c, false
 	}
-	c.info = &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(),
-		ClientCapabilities: caps, LogLevel: meta.LogLevel()}
+	c.info = &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.info,
+		ClientCapabilities: meta.caps, LogLevel: meta.level}
 	c.tool = s.GetTool(p.Name)
 	if c.tool == nil || c.tool.Handler == nil || !bindsNoHeader(c.tool.Tool) ||
 		(c.tool.Tool.Execution != nil && c.tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) ||
@@ -151,4 +158,77 @@ var headerAnnotation = []byte("x-mcp-header")
 func bindsNoHeader(t mcp.Tool) bool {
 	raw := t.RawInputSchema
 	return len(raw) > 0 && !bytes.Contains(raw, headerAnnotation) && !bytes.Contains(raw, []byte(`\u`))
+}
+
+// callParams are tools/call's params as mcp.CallToolParams.UnmarshalJSON
+// reads them, with _meta's values kept raw: mcp-go decodes the whole
+// _meta into a map of any and re-encodes and decodes its client info and
+// capabilities again on each read, the larger part of a plain call's
+// allocations. Only what a plain call needs is decoded here, once, to the
+// same values (FuzzCallParamsAsMCPGo), but for one case: an object under
+// _meta whose keys repeat in another letter case ({"name":"a","NAME":"b"})
+// reads as the last of them here, and as whichever sorts last there. Both
+// are the client's own word about itself, sent twice.
+type callParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+	Task      *mcp.TaskParams            `json:"task,omitempty"`
+	mcp.MultiRoundTripParams
+}
+
+// callMeta is a plain call's _meta: the fields mcp.Meta would hold, with
+// the protocol's own values typed as mcp.Meta's accessors return them.
+type callMeta struct {
+	version string
+	caps    *mcp.ClientCapabilities
+	info    *mcp.Implementation
+	level   mcp.LoggingLevel
+	fields  map[string]any
+}
+
+// meta decodes p's _meta as mcp.Meta and its accessors would, or reports
+// a progress token (no plain call has one).
+func (p *callParams) meta() (m callMeta, ok bool) {
+	m.fields = make(map[string]any, len(p.Meta))
+	for k, v := range p.Meta {
+		if k == "progressToken" {
+			if string(v) != "null" {
+				return m, false
+			}
+			continue // mcp.Meta keeps the token out of its fields
+		}
+		if string(v) == "null" {
+			m.fields[k] = nil
+			continue
+		}
+		var typed any
+		switch k {
+		case mcp.MetaKeyProtocolVersion:
+			var version string
+			if json.Unmarshal(v, &version) == nil {
+				m.version, typed = version, version
+			}
+		case mcp.MetaKeyClientCapabilities:
+			var caps *mcp.ClientCapabilities
+			if json.Unmarshal(v, &caps) == nil {
+				m.caps, typed = caps, caps
+			}
+		case mcp.MetaKeyClientInfo:
+			var info *mcp.Implementation
+			if json.Unmarshal(v, &info) == nil {
+				m.info, typed = info, info
+			}
+		case mcp.MetaKeyLogLevel:
+			var level mcp.LoggingLevel
+			if json.Unmarshal(v, &level) == nil {
+				m.level, typed = level, level
+			}
+		}
+		if typed == nil && json.Unmarshal(v, &typed) != nil {
+			return m, false
+		}
+		m.fields[k] = typed
+	}
+	return m, true
 }

@@ -98,7 +98,7 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		}
 		return Envelope{}, invalid(nil, "a JSON-RPC message must be a JSON object")
 	}
-	var m map[string]json.RawMessage
+	var m map[string]bodyRef
 	if err := json.Unmarshal(trimmed, &m); err != nil {
 		return Envelope{}, notJSON
 	}
@@ -123,7 +123,7 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		if !isStringOrNumber(rawID) {
 			return Envelope{}, invalid(nil, "id must be a string or a number (got %s)", describeID(rawID))
 		}
-		env.ID = rawID
+		env.ID = json.RawMessage(rawID)
 	}
 	if v, ok := m["jsonrpc"]; !ok || string(v) != `"2.0"` {
 		return Envelope{}, invalid(env.ID, `jsonrpc must be "2.0"`)
@@ -139,7 +139,7 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 		if hasID {
 			env.Kind = KindRequest
 		}
-		env.Params = m["params"]
+		env.Params = json.RawMessage(m["params"])
 		if res, ok := m["result"]; ok && jsonKind(res) != "null" {
 			env.Answer = true
 		}
@@ -159,12 +159,23 @@ func ParseEnvelope(body []byte) (Envelope, *EnvelopeError) {
 	return env, nil
 }
 
+// bodyRef is a member's JSON as it lies in the body, not copied (as
+// json.RawMessage would): the envelope's ID and Params are read while the
+// request is served, and the body they point into is never written after
+// it is read.
+type bodyRef []byte
+
+func (r *bodyRef) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
 // envelopeKeys are the JSON-RPC members.
 var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // isStringOrNumber also refuses a number no float64 holds (1e400): mcp-go
 // could not decode it and would answer a parse error without the id.
-func isStringOrNumber(raw json.RawMessage) bool {
+func isStringOrNumber(raw []byte) bool {
 	switch jsonKind(raw) {
 	case "string":
 		return true
@@ -176,7 +187,7 @@ func isStringOrNumber(raw json.RawMessage) bool {
 }
 
 // jsonKind names the JSON type of a valid value.
-func jsonKind(raw json.RawMessage) string {
+func jsonKind(raw []byte) string {
 	raw = bytes.Trim(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return "nothing"
@@ -196,7 +207,7 @@ func jsonKind(raw json.RawMessage) string {
 	return "number"
 }
 
-func describeID(raw json.RawMessage) string {
+func describeID(raw []byte) string {
 	if k := jsonKind(raw); k != "number" {
 		return k
 	}

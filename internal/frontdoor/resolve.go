@@ -29,27 +29,43 @@ var toolsCallMethod = []byte(`"` + string(mcp.MethodToolsCall) + `"`)
 
 // onToolCall resolves the name of a tools/call that nothing lists yet.
 func (f *FrontDoor) onToolCall(ctx context.Context, _ any, message any) error {
-	env, overHTTP := endpoint.RequestEnvelope(ctx)
-	if overHTTP && env.Method != string(mcp.MethodToolsCall) {
-		return nil
-	}
-	raw, ok := message.(json.RawMessage)
-	if !ok || (!overHTTP && !bytes.Contains(raw, toolsCallMethod)) {
-		return nil
-	}
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
+	var name string
+	if env, overHTTP := endpoint.RequestEnvelope(ctx); overHTTP {
+		// The envelope holds the params already: the name is read from
+		// them, not from the whole message again.
+		if env.Method != string(mcp.MethodToolsCall) {
+			return nil
+		}
+		var p struct {
 			Name string `json:"name"`
-		} `json:"params"`
+		}
+		if json.Unmarshal(env.Params, &p) != nil {
+			return nil // mcp-go answers what is malformed
+		}
+		name = p.Name
+	} else {
+		raw, ok := message.(json.RawMessage)
+		if !ok || !bytes.Contains(raw, toolsCallMethod) {
+			return nil
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodToolsCall) {
+			return nil // mcp-go answers what is malformed
+		}
+		name = m.Params.Name
 	}
-	if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodToolsCall) || m.Params.Name == "" {
-		return nil // mcp-go answers what is malformed
-	}
-	if srv := f.mcp.Load(); srv == nil || srv.GetTool(m.Params.Name) != nil {
+	if name == "" {
 		return nil
 	}
-	f.resolve(ctx, m.Params.Name)
+	if srv := f.mcp.Load(); srv == nil || srv.GetTool(name) != nil {
+		return nil
+	}
+	f.resolve(ctx, name)
 	return nil
 }
 

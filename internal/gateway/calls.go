@@ -75,6 +75,15 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 			if meta := res.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
 				meta.SetServerInfo(impl)
 			}
+			answer, encErr := resultAnswer(call.id, res)
+			if encErr == nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				if _, err := w.Write(answer); err != nil {
+					g.Log.Debug("writing a tool answer", telemetry.FieldError, err)
+				}
+				return true
+			}
 			resp = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(call.id), res)
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -231,4 +240,76 @@ func (p *callParams) meta() (m callMeta, ok bool) {
 		m.fields[k] = typed
 	}
 	return m, true
+}
+
+// resultAnswer is the JSON-RPC answer carrying res, as json.Encoder writes
+// mcp.NewJSONRPCResultResponse(id, res): the same bytes
+// (TestResultAnswerAsMCPGo), without mcp.CallToolResult.MarshalJSON's map
+// of every member, which encoding/json then sorts, encodes and compacts
+// once more. The members come in the order that map's keys sort in.
+func resultAnswer(id any, res *mcp.CallToolResult) ([]byte, error) {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	var err error
+	if b, err = appendJSON(b, id); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"result":{`...)
+	sep := func() {
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+	}
+	if res.Meta != nil {
+		b = append(b, `"_meta":`...)
+		if b, err = appendJSON(b, res.Meta); err != nil {
+			return nil, err
+		}
+	}
+	sep()
+	b = append(b, `"content":`...)
+	if len(res.Content) == 0 {
+		b = append(b, "[]"...)
+	} else if b, err = appendJSON(b, res.Content); err != nil {
+		return nil, err
+	}
+	if len(res.InputRequests) > 0 {
+		b = append(b, `,"inputRequests":`...)
+		if b, err = appendJSON(b, res.InputRequests); err != nil {
+			return nil, err
+		}
+	}
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	if res.RequestState != "" {
+		b = append(b, `,"requestState":`...)
+		if b, err = appendJSON(b, res.RequestState); err != nil {
+			return nil, err
+		}
+	}
+	if res.ResultType != "" {
+		b = append(b, `,"resultType":`...)
+		if b, err = appendJSON(b, res.ResultType); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case len(res.RawStructuredContent) > 0:
+		b = append(b, `,"structuredContent":`...)
+		b, err = appendJSON(b, json.RawMessage(res.RawStructuredContent))
+	case res.StructuredContent != nil:
+		b = append(b, `,"structuredContent":`...)
+		b, err = appendJSON(b, res.StructuredContent)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(b, "}}\n"...), nil
+}
+
+// appendJSON appends v as json.Marshal encodes it.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	enc, err := json.Marshal(v)
+	return append(b, enc...), err
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -118,4 +119,37 @@ func foldedTwice(meta map[string]json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// TestResultAnswerAsMCPGo: resultAnswer writes the bytes json.Encoder
+// writes for mcp-go's JSON-RPC answer, for every member a result can have.
+func TestResultAnswerAsMCPGo(t *testing.T) {
+	meta := &mcp.Meta{AdditionalFields: map[string]any{"io.modelcontextprotocol/serverInfo": mcp.Implementation{Name: "hangar", Version: "1"}, "k": "<&>"}}
+	results := map[string]*mcp.CallToolResult{
+		"empty":      {},
+		"text":       mcp.NewToolResultText("a <b> & \u2028 c"),
+		"error":      {Content: []mcp.Content{mcp.NewTextContent("failed")}, IsError: true},
+		"meta":       {Result: mcp.Result{Meta: meta, ResultType: mcp.ResultTypeComplete}, Content: []mcp.Content{mcp.NewTextContent("x")}},
+		"raw struct": {Content: []mcp.Content{mcp.NewTextContent("{}")}, RawStructuredContent: json.RawMessage(` {"n": 1, "s":"<x>"} `)},
+		"struct":     {StructuredContent: map[string]any{"z": 1, "a": []any{"<", 2.5}}},
+		"every kind": {Content: []mcp.Content{mcp.NewImageContent("aGk=", "image/png"), mcp.NewAudioContent("aGk=", "audio/wav"),
+			mcp.NewResourceLink("file:///x", "x", "d", "text/plain"), mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "file:///y", Text: "y"})}},
+		"input required": {Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired}, MultiRoundTripResult: mcp.MultiRoundTripResult{RequestState: "st<1>",
+			InputRequests: mcp.InputRequests{"a": mcp.NewElicitationInputRequest(mcp.ElicitationParams{Message: "ok?"})}}},
+	}
+	for name, res := range results {
+		for _, id := range []any{float64(1), "s-<1>", float64(12345678901234567890)} {
+			var want bytes.Buffer
+			if err := json.NewEncoder(&want).Encode(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := resultAnswer(id, res)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if string(got) != want.String() {
+				t.Errorf("%s, id %v:\n got  %s\n want %s", name, id, got, want.Bytes())
+			}
+		}
+	}
 }

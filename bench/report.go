@@ -412,15 +412,6 @@ func (r *Report) figure1(b *strings.Builder) {
 	row("hangar_call add, client on the session protocol "+w.LegacyProtocol, w.Legacy1)
 	row("hangar_call add, client on the default protocol "+w.Protocol+" (the figure)", w.Gateway1)
 	row("add by its callable name on the front door, default protocol", w.FrontDoor1)
-	if p := r.Profile; p != nil && (p.AllocsPerCall > 0 || p.AllocsErr != "") {
-		row := fmt.Sprintf("Allocations per call by callable name (Go benchmark BenchmarkFrontDoorCallHTTP, the whole HTTP handler) at most half of %d at %s (why: issue 26 found a result decoded three times and params decoded six; half is what removing the repeats must show)", allocsBefore, allocsBeforeCommit)
-		if p.AllocsErr != "" {
-			t.add(row, "not measured: "+oneLine(p.AllocsErr), "**FAIL**")
-		} else {
-			t.add(row, fmt.Sprintf("%d allocs/op vs %d (%s)", p.AllocsPerCall, allocsBefore, FormatRatio(float64(p.AllocsPerCall)/allocsBefore)),
-				verdict(p.AllocsPerCall*2 <= allocsBefore))
-		}
-	}
 	if w.Gateway32.CPUPerCall > 0 {
 		row(fmt.Sprintf("hangar_call add, %d clients, default protocol", w.Clients), w.Gateway32)
 	}

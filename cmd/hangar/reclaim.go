@@ -21,19 +21,20 @@ import (
 // So a watcher reads the runtime's count of bytes allocated (no hook on
 // the request path: allocation is what any work does) and, once the
 // gateway has allocated reclaimWorth since the last return and then
-// allocates almost nothing for one tick, collects and returns the free
-// pages to the OS (debug.FreeOSMemory).
+// allocates almost nothing for reclaimQuietTicks ticks in a row, collects
+// and returns the free pages to the OS (debug.FreeOSMemory).
 //
 // The trade-off: one forced collection per quiet period after real work
 // (tens of ms of CPU with a heap of tens of MiB, on an otherwise idle
 // process), and the next burst of work faults its pages back in and starts
 // from a small heap goal, so it collects a little sooner at first. It
 // never runs under steady load (that is never quiet), and at a trickle of
-// calls it runs at most once per reclaimWorth allocated, which the
-// collector would have spent anyway at that rate. The warm call path is
-// not touched.
+// calls it runs at most once per reclaimWorth allocated. The warm call
+// path is not touched; a second of quiet is asked for so that a pause
+// between bursts of calls does not cost the next burst its pages.
 const (
-	reclaimTick = 500 * time.Millisecond
+	reclaimTick       = 500 * time.Millisecond
+	reclaimQuietTicks = 2
 	// reclaimQuiet is what an idle gateway may allocate in a tick and
 	// still count as quiet: its own workers look at every provider each
 	// second (about 60 kB a second with 1,000 providers); a call through
@@ -51,6 +52,7 @@ const (
 // allocated, read once a tick.
 type idleReclaim struct {
 	last, since uint64 // allocated at the last tick and at the last return
+	quiet       int    // quiet ticks in a row
 	started     bool
 }
 
@@ -63,7 +65,12 @@ func (r *idleReclaim) observe(allocated uint64) bool {
 	}
 	tick := allocated - r.last
 	r.last = allocated
-	if tick >= reclaimQuiet || allocated-r.since < reclaimWorth {
+	if tick >= reclaimQuiet {
+		r.quiet = 0
+		return false
+	}
+	r.quiet++
+	if r.quiet < reclaimQuietTicks || allocated-r.since < reclaimWorth {
 		return false
 	}
 	r.since = allocated

@@ -11,11 +11,12 @@ func TestIdleReclaim(t *testing.T) {
 		want  []bool
 	}{
 		{"quiet from the start: nothing to return", []uint64{idle, idle, idle}, []bool{false, false, false}},
-		{"start-up work, then quiet: one return", []uint64{reclaimWorth, busy, idle, idle, idle}, []bool{false, false, true, false, false}},
+		{"start-up work, then quiet: one return", []uint64{reclaimWorth, busy, idle, idle, idle, idle}, []bool{false, false, false, true, false, false}},
 		{"steady load: never", []uint64{busy, busy, busy, busy, busy, busy, busy, busy, busy}, []bool{false, false, false, false, false, false, false, false, false}},
-		{"too little work since the last return", []uint64{reclaimWorth, idle, busy, idle}, []bool{false, true, false, false}},
-		{"work again after a return: one more", []uint64{reclaimWorth, idle, reclaimWorth, busy, idle, idle}, []bool{false, true, false, false, true, false}},
-		{"a trickle adds up to one return", []uint64{idle, reclaimWorth - idle, idle}, []bool{false, false, true}},
+		{"a pause of one tick between bursts: no return", []uint64{reclaimWorth, idle, busy, idle, busy}, []bool{false, false, false, false, false}},
+		{"too little work since the last return", []uint64{reclaimWorth, idle, idle, busy, idle, idle}, []bool{false, false, true, false, false, false}},
+		{"work again after a return: one more", []uint64{reclaimWorth, idle, idle, reclaimWorth, busy, idle, idle, idle}, []bool{false, false, true, false, false, false, true, false}},
+		{"a trickle adds up to one return", []uint64{idle, reclaimWorth - idle, idle, idle}, []bool{false, false, false, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -145,6 +145,18 @@ func (b *Bench) scaleSessions(ctx context.Context, res *ScaleResult) error {
 		}
 		return err
 	}
+	// The front door lists the warm provider's tools after its refresh,
+	// not before hangar_warm answers (figure 1 waits the same way).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := call(ctx, 0)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("front door: %s never answered: %w", res.Called, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	n := b.n(1000, 200)
 	if _, _, err := measure(ctx, []callFn{call}, n/5); err != nil {
 		return err

@@ -266,13 +266,24 @@ func (g *Gateway) RSS() (int64, error) {
 	return readRSS(g.Pid())
 }
 
+// RSSFile is the file-backed part of the gateway's RSS in bytes
+// (RssFile: the pages of the binary and other mapped files).
+func (g *Gateway) RSSFile() (int64, error) {
+	return readStatus(g.Pid(), "RssFile:")
+}
+
 func readRSS(pid int) (int64, error) {
+	return readStatus(pid, "VmRSS:")
+}
+
+// readStatus reads a "NAME: N kB" line of /proc/<pid>/status, in bytes.
+func readStatus(pid int, name string) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, name); ok {
 			f := strings.Fields(rest) // "12345 kB"
 			if len(f) >= 1 {
 				kb, err := strconv.ParseInt(f[0], 10, 64)
@@ -283,7 +294,7 @@ func readRSS(pid int) (int64, error) {
 			}
 		}
 	}
-	return 0, errors.New("no VmRSS line")
+	return 0, fmt.Errorf("no %s line in /proc/%d/status", name, pid)
 }
 
 // SettledRSS reads the RSS n times, interval apart, and returns the median.

@@ -318,7 +318,9 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			for i, id := range ids {
 				defs[i] = srvDef{id, mathImage}
 			}
-			g, err := b.StartGateway("list", configYAML(defs, ""))
+			// No catalog prefetch: figure 7 reads this gateway's RSS with
+			// its providers cold and idle (see its note).
+			g, err := b.StartGateway("list", configYAML(defs, "front_door:\n  prefetch: false\n"))
 			if err != nil {
 				fail(4, err)
 				fail(7, err)
@@ -336,6 +338,8 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 				return
 			}
 			if r.Mem.Idle100, err = settleRSS(g); err != nil {
+				fail(7, err)
+			} else if r.Mem.Idle100File, err = g.RSSFile(); err != nil {
 				fail(7, err)
 			}
 			if o.wants(4) {

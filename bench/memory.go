@@ -12,13 +12,15 @@ import (
 
 // MemoryResult is figure 7.
 type MemoryResult struct {
-	Idle1      int64 // one provider configured, cold, no client
-	Idle100    int64 // 100 providers configured, cold, no load
-	Warm10Idle int64 // 100 configured, 10 warm, before the load
-	LoadMedian int64 // during the load
-	LoadMax    int64
-	LoadCalls  PathResult // the load itself
-	LoadFor    time.Duration
+	Idle1   int64 // one provider configured, cold, no client
+	Idle100 int64 // 100 providers configured, cold, no load
+	// Idle100File is the file-backed part of Idle100 (RssFile).
+	Idle100File int64
+	Warm10Idle  int64 // 100 configured, 10 warm, before the load
+	LoadMedian  int64 // during the load
+	LoadMax     int64
+	LoadCalls   PathResult // the load itself
+	LoadFor     time.Duration
 }
 
 // settleRSS lets a freshly started gateway finish its start-up work, then

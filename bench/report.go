@@ -102,7 +102,7 @@ type Report struct {
 const (
 	targetColdRatio  = 1.2
 	targetListMedian = 5 * time.Millisecond
-	targetRSS100     = 40 << 20
+	targetRSS100     = 40_000_000
 	targetDiscovery  = 500 * time.Millisecond
 	targetFloorCPU   = 1.2
 )
@@ -259,7 +259,7 @@ func (r *Report) Markdown() string {
 	r.figure14(&b)
 
 	b.WriteString("## Method\n\n")
-	b.WriteString("- The gateway under test is the real binary (`" + r.Bin + "`), started as a subprocess per figure group with a generated config and a unique `--instance bench-<random>-<figure>`; its RSS is VmRSS from `/proc/<pid>/status`.\n")
+	b.WriteString("- The gateway under test is the real binary (`" + r.Bin + "`), started as a subprocess per figure group with a generated config and a unique `--instance bench-<random>-<figure>`; its RSS is VmRSS from `/proc/<pid>/status`. An MB is 10^6 bytes throughout, in targets and figures alike (`/proc`'s kB are KiB, converted).\n")
 	b.WriteString("- Clients are mcp-go v1.2.1 streamable HTTP clients, each with its own connection pool (as separate client processes would have). Warm calls go through `hangar_call` with a single call `{mcp_server, tool: add, arguments}` to the math image.\n")
 	b.WriteString("- Direct baselines run a container of the same image with the gateway's own container spec (`backend.SpecFor` → `dockerrt.Build`, all hardening included) under the owner label `bench-<random>-direct`, and talk MCP over its attach streams with the gateway's own client code (`mcpconn.Stdio` + `mcpconn.Connect`).\n")
 	b.WriteString("- Gateway and baseline samples are interleaved in alternating rounds, so background load hits both alike. Latencies are client-observed wall times; p99 is nearest-rank.\n")
@@ -606,6 +606,9 @@ func (r *Report) figure7(b *strings.Builder) {
 	t.add(load, mb(m.LoadMedian), mb(m.LoadMax), "idle, 1 provider", ratio(m.LoadMedian), "—")
 	b.WriteString(t.String())
 	b.WriteString("\nIdle readings are the median of 5 reads 200 ms apart, 2 s after the gateway came up (or after warming). " +
+		"The 100-provider gateway (shared with figure 4) has `front_door.prefetch: false`, so its providers stay cold until figure 4 warms ten: " +
+		"with the default prefetch it starts and stops a container for each provider to read its catalog (about 40 s for 100 here), and the idle reading fell in the middle of that. " +
+		fmt.Sprintf("Of the 100-provider reading %s is file-backed (the pages of the binary the kernel mapped in), the same for any configuration. ", mb(m.Idle100File)) +
 		"Under load, RSS is sampled every 50 ms while 32 sessions call `add` round-robin over the 10 warm providers for about 5 s. " +
 		"Provider containers are separate processes and not counted.\n\n")
 }

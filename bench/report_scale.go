@@ -11,9 +11,9 @@ import (
 const (
 	targetPropagation   = time.Second
 	targetReadyProvs    = 2 * time.Second
-	targetIdleRSSProvs  = 80 << 20
+	targetIdleRSSProvs  = 80_000_000
 	targetToolsList10k  = 20 * time.Millisecond
-	targetSessionsRSS   = 150 << 20
+	targetSessionsRSS   = 150_000_000
 	targetSessionsDrift = 1.10
 )
 
@@ -92,9 +92,12 @@ func (r *Report) figure14(b *strings.Builder) {
 	t := &table{head: []string{"Measure", "Figure", "Target"}}
 	t.add(fmt.Sprintf("%d configured providers, %d declared tools: process start → tools/list holds them all", x.Providers, x.Tools),
 		FormatDuration(x.Ready), "≤ 2 s: "+verdict(x.Ready <= targetReadyProvs))
-	t.add("…idle RSS (VmRSS, settled)", FormatMB(x.IdleRSS), "≤ 80 MB: "+verdict(x.IdleRSS <= targetIdleRSSProvs))
-	t.add(fmt.Sprintf("…tools/list, plain HTTP client (N %d, p99 %s)", x.ToolList.N, FormatDuration(x.ToolList.P99)),
+	t.add("…idle RSS (VmRSS, 2 s after it is ready)", fmt.Sprintf("%s (%s of it file-backed: the binary)", FormatMB(x.IdleRSS), FormatMB(x.IdleFile)),
+		"≤ 80 MB: "+verdict(x.IdleRSS <= targetIdleRSSProvs))
+	t.add(fmt.Sprintf("…tools/list, plain HTTP client, until the answer (%s) is read whole (N %d, p99 %s)", FormatMB(int64(x.AnswerBytes)), x.ToolList.N, FormatDuration(x.ToolList.P99)),
 		FormatDuration(x.ToolList.P50)+" median", "≤ 20 ms: "+verdict(x.ToolList.P50 <= targetToolsList10k))
+	t.add("…then decoding its envelope with encoding/json (the client's own cost, timed apart)",
+		FormatDuration(x.ToolListDecode.P50)+" median", "—")
 	t.add(fmt.Sprintf("%d idle %s sessions opened (in %s): RSS", x.Sessions, x.SessionsProtocol, FormatDuration(x.OpenSessionsTook)),
 		FormatMB(x.SessionsRSS)+fmt.Sprintf(" (one session: %s)", FormatMB(x.OneRSS)), "≤ 150 MB: "+verdict(x.SessionsRSS <= targetSessionsRSS))
 	drift := Ratio(x.CallManyOpen.P50, x.CallOne.P50)
@@ -103,5 +106,7 @@ func (r *Report) figure14(b *strings.Builder) {
 		"within 10%: "+verdict(drift <= targetSessionsDrift))
 	b.WriteString(t.String())
 	b.WriteString("\nThe providers declare their tools in the config (figure 9's shape, ten times as many), so none starts. " +
+		"Each tools/list answer is compared byte for byte with the first one, which was decoded whole and its tools counted; " +
+		"decoding an answer of this size is the client's JSON library's work, not the gateway's, so it is shown apart. " +
 		"The sessions are opened as a 2025-11-25 client opens them (initialize, notifications/initialized) and left idle; `server.max_sessions` is raised for the figure.\n\n")
 }

@@ -26,9 +26,18 @@ type ScaleResult struct {
 	Providers, Tools int
 	// Ready is from the process's start to a tools/list holding every
 	// declared tool.
-	Ready    time.Duration
-	IdleRSS  int64
-	ToolList Summary // plain HTTP tools/list of the 10,000 tools
+	Ready time.Duration
+	// IdleRSS is read once the gateway is idle (settleRSS); IdleFile is
+	// the part of it that is file-backed (RssFile: the binary's code and
+	// data the kernel mapped in), the same for any configuration.
+	IdleRSS, IdleFile int64
+	// ToolList is a plain HTTP tools/list of the 10,000 tools, timed
+	// until the answer is read whole; each answer is compared byte for
+	// byte with the first, which was decoded and counted. ToolListDecode
+	// is what decoding one answer's envelope with encoding/json costs the
+	// client on top (it scans every byte), timed apart.
+	ToolList, ToolListDecode Summary
+	AnswerBytes              int
 	// Sessions are the idle 2025-11-25 sessions held open.
 	Sessions                 int
 	SessionsRSS, OneRSS      int64
@@ -59,13 +68,17 @@ func (b *Bench) scaleProviders(ctx context.Context, res *ScaleResult) error {
 	hc := ownHTTPClient()
 	var first []byte
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		raw, err := rawToolsList(ctx, hc, g.MCPURL)
+		data, status, err := postToolsList(ctx, hc, g.MCPURL)
+		if err != nil {
+			return err
+		}
+		raw, err := toolsListResult(data, status)
 		if err != nil {
 			return err
 		}
 		if n := bytes.Count(raw, []byte(`"name":"p`)); n >= res.Tools {
 			res.Ready = time.Since(began)
-			first = raw
+			first = data
 			break
 		}
 		if time.Now().After(deadline) {
@@ -73,24 +86,38 @@ func (b *Bench) scaleProviders(ctx context.Context, res *ScaleResult) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if res.IdleRSS, err = g.SettledRSS(5, 200*time.Millisecond); err != nil {
+	// Idle as in figure 7: once start-up is over and nothing calls.
+	if res.IdleRSS, err = settleRSS(g); err != nil {
 		return err
 	}
+	if res.IdleFile, err = g.RSSFile(); err != nil {
+		return err
+	}
+	res.AnswerBytes = len(first)
 	list := func(ctx context.Context, _ int) error {
-		raw, err := rawToolsList(ctx, hc, g.MCPURL)
-		if err == nil && len(raw) != len(first) {
-			err = fmt.Errorf("tools/list: a %d-byte answer, the first had %d", len(raw), len(first))
+		data, status, err := postToolsList(ctx, hc, g.MCPURL)
+		if err == nil && (status != http.StatusOK || !bytes.Equal(data, first)) {
+			err = fmt.Errorf("tools/list: HTTP %d, a %d-byte answer that differs from the first (%d bytes)", status, len(data), len(first))
 		}
 		return err
 	}
 	if _, _, err := measure(ctx, []callFn{list}, b.n(10, 3)); err != nil {
 		return err
 	}
-	lat, _, err := measure(ctx, []callFn{list}, b.n(60, 15))
+	n := b.n(60, 15)
+	lat, _, err := measure(ctx, []callFn{list}, n)
 	if err != nil {
 		return err
 	}
 	res.ToolList = Summarize(lat)
+	decode := func(context.Context, int) error {
+		_, err := toolsListResult(first, http.StatusOK)
+		return err
+	}
+	if lat, _, err = measure(ctx, []callFn{decode}, n); err != nil {
+		return err
+	}
+	res.ToolListDecode = Summarize(lat)
 	return nil
 }
 
@@ -117,6 +144,18 @@ func (b *Bench) scaleSessions(ctx context.Context, res *ScaleResult) error {
 			err = fmt.Errorf("tool error: %s", resultText(r))
 		}
 		return err
+	}
+	// The front door lists the warm provider's tools after its refresh,
+	// not before hangar_warm answers (figure 1 waits the same way).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := call(ctx, 0)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("front door: %s never answered: %w", res.Called, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	n := b.n(1000, 200)
 	if _, _, err := measure(ctx, []callFn{call}, n/5); err != nil {

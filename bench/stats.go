@@ -95,7 +95,9 @@ func FormatRatio(r float64) string {
 	return fmt.Sprintf("%.2f×", r)
 }
 
-// FormatMB renders bytes as MB (MiB, as /proc reports kB = KiB).
+// FormatMB renders bytes as MB. An MB is 10^6 bytes everywhere in the
+// bench, targets and figures alike; /proc's "kB" are KiB, and readStatus
+// turns them into bytes first.
 func FormatMB(b int64) string {
-	return fmt.Sprintf("%.1f MB", float64(b)/(1<<20))
+	return fmt.Sprintf("%.1f MB", float64(b)/1e6)
 }

@@ -153,6 +153,16 @@ func (b *Bench) ToolsList(ctx context.Context) (*ToolsListResult, error) {
 // it from the socket as it arrives, which for a 290 kB answer makes it a
 // slow reader that costs both sides several times the list itself.
 func rawToolsList(ctx context.Context, hc *http.Client, url string) (json.RawMessage, error) {
+	data, status, err := postToolsList(ctx, hc, url)
+	if err != nil {
+		return nil, err
+	}
+	return toolsListResult(data, status)
+}
+
+// postToolsList posts tools/list as rawToolsList does and returns the
+// whole answer, undecoded, with its HTTP status.
+func postToolsList(ctx context.Context, hc *http.Client, url string) ([]byte, int, error) {
 	body, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": 1, "method": mcp.MethodToolsList,
 		"params": map[string]any{"_meta": map[string]any{
 			mcp.MetaKeyProtocolVersion:    mcp.LATEST_PROTOCOL_VERSION,
@@ -160,11 +170,11 @@ func rawToolsList(ctx context.Context, hc *http.Client, url string) (json.RawMes
 			mcp.MetaKeyClientInfo:         mcp.Implementation{Name: "hangar-bench", Version: "0"},
 		}}})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -172,22 +182,28 @@ func rawToolsList(ctx context.Context, hc *http.Client, url string) (json.RawMes
 	req.Header.Set(mcp.HeaderMethod, string(mcp.MethodToolsList))
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	return data, resp.StatusCode, nil
+}
+
+// toolsListResult decodes a tools/list answer's envelope and returns its
+// result as JSON.
+func toolsListResult(data []byte, status int) (json.RawMessage, error) {
 	var msg struct {
 		Result json.RawMessage          `json:"result"`
 		Error  *mcp.JSONRPCErrorDetails `json:"error"`
 	}
 	if err := json.Unmarshal(data, &msg); err != nil {
-		return nil, fmt.Errorf("tools/list: HTTP %d: %w", resp.StatusCode, err)
+		return nil, fmt.Errorf("tools/list: HTTP %d: %w", status, err)
 	}
-	if msg.Error != nil || resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("tools/list: HTTP %d: %+v", resp.StatusCode, msg.Error)
+	if msg.Error != nil || status != http.StatusOK {
+		return nil, fmt.Errorf("tools/list: HTTP %d: %+v", status, msg.Error)
 	}
 	return msg.Result, nil
 }

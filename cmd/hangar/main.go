@@ -163,6 +163,10 @@ func serve(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	reclaimed := make(chan struct{})
+	rctx, stopReclaim := context.WithCancel(ctx)
+	go func() { defer close(reclaimed); reclaimWhenIdle(rctx) }()
+	defer func() { stopReclaim(); <-reclaimed }()
 
 	if *stdio {
 		a.Log.Info("serving MCP on stdio", "config", path, "mcp_servers", len(cfg.Servers))

@@ -17,11 +17,11 @@ package frontdoor
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +52,7 @@ type Binding struct {
 	// BoundAt is when this name was first bound to this tool and catalog
 	// version (a refresh that changes nothing keeps it).
 	BoundAt time.Time `json:"bound_at"`
-	def     mcpconn.Tool
+	def     *mcpconn.Tool // in the catalog it was bound from
 }
 
 // groupSource says which member's catalog a group lists.
@@ -109,7 +109,7 @@ type FrontDoor struct {
 	cache     map[string]toolCatalog // by server ID
 	looked    map[string]bool        // server+image whose stored catalog was read
 	tried     map[string]bool        // server+image a prefetch was tried for
-	sig       string                 // what is listed now, to skip no-op changes
+	sig       string                 // a hash of what is listed now, to skip no-op changes
 	listing   listing                // tools/list answers of what is listed now
 
 	mu       sync.RWMutex
@@ -248,9 +248,12 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	f.refreshMu.Lock()
 	defer f.refreshMu.Unlock()
 
+	// A binding points into the catalog it came from (kept in f.cache):
+	// with 10,000 tools a copy of each definition per binding was more
+	// than a megabyte.
 	type entry struct {
-		sv  Servable
-		def mcpconn.Tool
+		group bool
+		def   *mcpconn.Tool
 	}
 	var reqs []nameRequest
 	entries := map[nameRequest]entry{}
@@ -286,13 +289,13 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 				prefix = sv.Spec.Prefix
 			}
 		}
-		for _, t := range cat.Tools {
-			r := nameRequest{Server: sv.ID, Prefix: prefix, Tool: t.Name}
+		for i := range cat.Tools {
+			r := nameRequest{Server: sv.ID, Prefix: prefix, Tool: cat.Tools[i].Name}
 			if _, dup := entries[r]; dup {
 				continue // a provider that lists a name twice
 			}
 			reqs = append(reqs, r)
-			entries[r] = entry{sv: sv, def: t}
+			entries[r] = entry{group: sv.Group, def: &cat.Tools[i]}
 		}
 	}
 
@@ -310,10 +313,9 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	bindings := make(map[string]*Binding, len(reqs))
 	byServer := map[string][]*Binding{}
 	now := time.Now().UTC()
-	var sig strings.Builder
 	for _, r := range reqs {
 		e := entries[r]
-		b := &Binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.sv.Group, Version: versions[r.Server], BoundAt: now, def: e.def}
+		b := &Binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.group, Version: versions[r.Server], BoundAt: now, def: e.def}
 		if prev := f.Binding(b.Callable); prev != nil && prev.Server == b.Server && prev.Tool == b.Tool && prev.Version == b.Version {
 			b.BoundAt = prev.BoundAt
 		}
@@ -325,15 +327,28 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 		callables = append(callables, n)
 	}
 	sort.Strings(callables)
-	for _, n := range callables {
-		b := bindings[n]
-		sig.WriteString(n + "\x00" + b.Server + "\x00" + b.Tool + "\x00" + b.Version + "\n")
+	// What is listed, hashed: the list itself was half a megabyte with
+	// 10,000 tools, kept and built again on every refresh.
+	// Nothing listed is "", as before the first refresh.
+	sig := ""
+	if len(callables) > 0 {
+		h := sha256.New()
+		var line []byte
+		for _, n := range callables {
+			b := bindings[n]
+			line = line[:0]
+			for _, part := range [...]string{n, b.Server, b.Tool, b.Version} {
+				line = append(append(line, part...), 0)
+			}
+			h.Write(line)
+		}
+		sig = string(h.Sum(nil))
 	}
 	for _, l := range byServer {
 		sort.Slice(l, func(i, j int) bool { return l[i].Callable < l[j].Callable })
 	}
 
-	change := sig.String() != f.sig && f.srv != nil
+	change := sig != f.sig && f.srv != nil
 	if change {
 		// No tools/list answer is kept from here until the listed tools
 		// and the bindings the filter reads have both changed.
@@ -343,12 +358,12 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	f.mu.Lock()
 	f.bindings, f.byServer, f.versions, f.hidden, f.groups = bindings, byServer, versions, hidden, groups
 	f.mu.Unlock()
-	f.refreshSearch(servables, byServer, sig.String(), change)
+	f.refreshSearch(servables, byServer, sig, change)
 
 	if !change {
 		return prefetch
 	}
-	f.sig = sig.String()
+	f.sig = sig
 	all := make([]server.ServerTool, 0, len(bindings)+32)
 	for name, st := range f.srv.ListTools() {
 		if _, bound := mine[name]; !bound {
@@ -357,8 +372,8 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	}
 	for _, n := range callables {
 		b := bindings[n]
-		t := toMCPTool(n, b.def)
-		if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
+		t := toMCPTool(n, *b.def)
+		if err := validHeaderAnnotations(&t); err != nil {
 			f.log.Warn("tool not listed: bad x-mcp-header annotations", telemetry.FieldServer, b.Server, telemetry.FieldTool, b.Tool, telemetry.FieldError, err)
 			continue
 		}
@@ -452,6 +467,18 @@ func toMCPTool(name string, t mcpconn.Tool) mcp.Tool {
 		out.Meta = rawMeta(t.Meta)
 	}
 	return out
+}
+
+// validHeaderAnnotations is mcp.ValidateParamHeaderAnnotations (SetTools
+// panics on what it refuses) for a tool toMCPTool made, without decoding a
+// raw schema that cannot spell the annotation: one with neither its name
+// nor a backslash (a key written with escapes). With 10,000 tools the
+// decoding was a tenth of start-up, and SetTools does it again anyway.
+func validHeaderAnnotations(t *mcp.Tool) error {
+	if s := t.RawInputSchema; len(s) > 0 && !bytes.Contains(s, []byte("x-mcp-header")) && bytes.IndexByte(s, '\\') < 0 {
+		return nil
+	}
+	return mcp.ValidateParamHeaderAnnotations(t)
 }
 
 // Visible hides the tools a caller may not call: provider tools need

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,9 +128,12 @@ type Provider struct {
 	spec     *config.Server
 	launcher Launcher
 	policy   *ToolPolicy
-	limit    *Limiter
-	opts     Options
-	log      *slog.Logger
+	// predefined are the config's tools the policy allows, built once:
+	// the front door reads every provider's tools on each refresh.
+	predefined []mcpconn.Tool
+	limit      *Limiter
+	opts       Options
+	log        *slog.Logger
 
 	// lifetime ends when the provider is removed; a start in progress is
 	// cancelled with it.
@@ -199,6 +203,15 @@ func New(spec *config.Server, launcher Launcher, opts Options) *Provider {
 		lifetime: ctx,
 		retire:   cancel,
 		state:    Cold,
+	}
+	if pre := spec.Tools.Predefined; len(pre) > 0 {
+		p.predefined = make([]mcpconn.Tool, 0, len(pre))
+		for _, t := range pre {
+			if p.policy.Allowed(t.Name) {
+				p.predefined = append(p.predefined, mcpconn.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+			}
+		}
+		p.predefined = slices.Clip(p.predefined)
 	}
 	p.restoreQuarantine()
 	return p
@@ -674,24 +687,18 @@ func (p *Provider) classify(ctx context.Context, inst *instance, err error) erro
 }
 
 // Tools returns the tools the policy allows: the predefined ones when the
-// config has them, else the cache from the last tools/list.
+// config has them, else the cache from the last tools/list. The slice may
+// be shared: callers must not modify it.
 func (p *Provider) Tools() []mcpconn.Tool {
 	p.mu.Lock()
 	quarantined := p.quarantine != nil
+	src := p.tools
 	p.mu.Unlock()
 	if quarantined {
 		return []mcpconn.Tool{}
 	}
-	var src []mcpconn.Tool
-	if pre := p.spec.Tools.Predefined; len(pre) > 0 {
-		src = make([]mcpconn.Tool, len(pre))
-		for i, t := range pre {
-			src[i] = mcpconn.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
-		}
-	} else {
-		p.mu.Lock()
-		src = p.tools
-		p.mu.Unlock()
+	if p.Predefined() {
+		return p.predefined
 	}
 	out := make([]mcpconn.Tool, 0, len(src))
 	for _, t := range src {

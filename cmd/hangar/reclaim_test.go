@@ -1,0 +1,37 @@
+package main
+
+import "testing"
+
+func TestIdleReclaim(t *testing.T) {
+	t.Parallel()
+	const busy, idle = reclaimQuiet * 4, reclaimQuiet / 8
+	tests := []struct {
+		name  string
+		ticks []uint64 // bytes allocated during each tick
+		want  []bool
+	}{
+		{"quiet from the start: nothing to return", []uint64{idle, idle, idle}, []bool{false, false, false}},
+		{"start-up work, then quiet: one return", []uint64{reclaimWorth, busy, idle, idle, idle, idle}, []bool{false, false, false, true, false, false}},
+		{"steady load: never", []uint64{busy, busy, busy, busy, busy, busy, busy, busy, busy}, []bool{false, false, false, false, false, false, false, false, false}},
+		{"a pause of one tick between bursts: no return", []uint64{reclaimWorth, idle, busy, idle, busy}, []bool{false, false, false, false, false}},
+		{"too little work since the last return", []uint64{reclaimWorth, idle, idle, busy, idle, idle}, []bool{false, false, true, false, false, false}},
+		{"work again after a return: one more", []uint64{reclaimWorth, idle, idle, reclaimWorth, busy, idle, idle, idle}, []bool{false, false, true, false, false, false, true, false}},
+		{"a trickle adds up to one return", []uint64{idle, reclaimWorth - idle, idle, idle}, []bool{false, false, false, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var r idleReclaim
+			allocated := uint64(3 << 20) // before the watcher starts
+			if r.observe(allocated) {
+				t.Fatal("the first reading only starts the count")
+			}
+			for i, n := range tt.ticks {
+				allocated += n
+				if got := r.observe(allocated); got != tt.want[i] {
+					t.Errorf("tick %d (%d bytes): reclaim %v, want %v", i, n, got, tt.want[i])
+				}
+			}
+		})
+	}
+}

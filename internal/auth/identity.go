@@ -111,6 +111,10 @@ func (id Identity) viewKey() string {
 	return string(b)
 }
 
+// ctxKey carries the caller's identity from the endpoint's auth stage to
+// mcp-go's hooks, filters and tool handlers: mcp-go passes them the HTTP
+// request's context and nothing else. The call path takes it from there
+// into call.Request.Caller (relay.NewRequest) and passes it on explicitly.
 type ctxKey struct{}
 
 // WithIdentity returns ctx carrying id.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"sort"
 
+	"github.com/mcp-hangar/hangar/internal/call"
+
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -21,8 +24,9 @@ type Source interface {
 	Servable() []Servable
 	// Call invokes tool on server (a provider or a group ID) the way
 	// hangar_call does: single-flight cold start, limits, breaker and
-	// failover, metrics. args go to the provider as they are (raw JSON).
-	Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
+	// failover, metrics, for rq (its caller, relay, progress, _meta and
+	// raw result sink). args go to the provider as they are (raw JSON).
+	Call(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error)
 	// Prefetch learns the catalog of a COLD provider (for a group, of its
 	// first member): it starts it, reads its tools, runs whileUp (which
 	// reads the rest) and stops it again. A provider that is not COLD is

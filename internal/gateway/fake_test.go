@@ -49,7 +49,7 @@ type fakeBackend struct {
 
 func (b *fakeBackend) ListTools(context.Context) ([]mcpconn.Tool, error) { return b.tools, nil }
 
-func (b *fakeBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+func (b *fakeBackend) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	m, _ := args.(map[string]any)
 	switch name {
 	case "add":

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mcp-hangar/hangar/internal/call"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -20,7 +22,7 @@ type managerSource struct {
 	groups    *group.Registry
 	// call is the gateway's way to a server (Gateway.callServer): server
 	// filter, policy, audit; nil calls the provider or group directly.
-	call func(ctx context.Context, action, server, tool string, args any) (*mcp.CallToolResult, error)
+	call func(ctx context.Context, rq *call.Request, action, server, tool string, args any) (*mcp.CallToolResult, error)
 	// exposed decides Servable.Hidden (Gateway.exposed); nil: the spec's
 	// expose.
 	exposed func(id string, spec *config.Server) bool
@@ -71,18 +73,18 @@ func (s managerSource) Servable() []frontdoor.Servable {
 	return out
 }
 
-func (s managerSource) Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+func (s managerSource) Call(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error) {
 	if s.call != nil {
-		return s.call(ctx, ActionFrontDoorCall, server, tool, args)
+		return s.call(ctx, rq, ActionFrontDoorCall, server, tool, args)
 	}
 	if grp, ok := s.groups.Get(server); ok {
-		return grp.Call(ctx, tool, args)
+		return grp.Call(ctx, rq, tool, args)
 	}
 	p, ok := s.providers.Get(server)
 	if !ok {
 		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
 	}
-	return p.Call(ctx, tool, args)
+	return p.Call(ctx, rq, tool, args)
 }
 
 func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error {
@@ -103,7 +105,8 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	// The prefetch's own start is one demand; any other, even one that
 	// joined the start, keeps the provider.
 	mark := p.Demand() + 1
-	if _, err := p.Start(sctx); err != nil {
+	// A prefetch is nobody's call: its pull reports to no client.
+	if _, err := p.Start(sctx, call.Progress{}); err != nil {
 		// A failed prefetch is not the provider's record: it stays COLD,
 		// with no failed start counted, for the first real call to try.
 		_ = p.Stop(context.WithoutCancel(ctx), frontdoor.ReasonPrefetched, false)
@@ -122,7 +125,7 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 
 func (s managerSource) Learn(ctx context.Context, server string) error {
 	if grp, ok := s.groups.Get(server); ok {
-		_, err := grp.Tools(ctx)
+		_, err := grp.Tools(ctx, call.Progress{})
 		return err
 	}
 	p, ok := s.providers.Get(server)
@@ -131,7 +134,7 @@ func (s managerSource) Learn(ctx context.Context, server string) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
 	defer cancel()
-	_, err := p.ToolsOrStart(sctx)
+	_, err := p.ToolsOrStart(sctx, call.Progress{})
 	return err
 }
 

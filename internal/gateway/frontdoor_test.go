@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -563,7 +565,7 @@ func TestFrontDoorHearsProviders(t *testing.T) {
 		t.Fatalf("listed before any start: %v", got)
 	}
 	p, _ := h.mgr.Get("a")
-	if _, err := p.Start(t.Context()); err != nil {
+	if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the started provider's tools listed", func() bool {

@@ -26,11 +26,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcp-hangar/hangar/internal/call"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
-	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/batch"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -223,8 +224,8 @@ func (g *Gateway) setConfig(c *config.Config) {
 
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
-func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	return g.callServer(ctx, ActionHangarCall, server, tool, args)
+func (g *Gateway) invoke(ctx context.Context, rq *call.Request, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	return g.callServer(ctx, rq, ActionHangarCall, server, tool, args)
 }
 
 // exposed reports whether the front door lists id's tools.
@@ -240,12 +241,14 @@ func (g *Gateway) exposed(id string, spec *config.Server) bool {
 // callServer is the one way a call reaches a provider or group, for
 // hangar_call and the front door alike: the caller's server filter, the
 // management policy, then the group or provider; every call is audited
-// under action. args go on as they are (a map, or raw JSON).
-func (g *Gateway) callServer(ctx context.Context, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
+// under action. args go on as they are (a map, or raw JSON); rq (nil: an
+// in-process call, local) says who calls and goes on to the group or
+// provider.
+func (g *Gateway) callServer(ctx context.Context, rq *call.Request, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
 	began := time.Now()
 	denied := false
 	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err, denied) }()
-	if e := auth.Caller(ctx).Check("", server); e != nil {
+	if e := rq.CallerOr().Check("", server); e != nil {
 		return nil, e
 	}
 	if err := g.refused(server); err != nil {
@@ -253,13 +256,13 @@ func (g *Gateway) callServer(ctx context.Context, action, server, tool string, a
 		return nil, err
 	}
 	if grp, ok := g.Groups.Get(server); ok {
-		return grp.Call(traceTarget(ctx, action, server, true), tool, args)
+		return grp.Call(traceTarget(ctx, action, server, true), rq, tool, args)
 	}
 	p, ok := g.Providers.Get(server)
 	if !ok {
 		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
 	}
-	return p.Call(traceTarget(ctx, action, server, false), tool, args)
+	return p.Call(traceTarget(ctx, action, server, false), rq, tool, args)
 }
 
 // relays reports whether tool passes provider requests on to its caller:
@@ -328,7 +331,6 @@ func (g *Gateway) toolChain() toolChain {
 			recoverPanics,
 			g.correlate,
 			authorize,
-			backend.ProgressTokenMiddleware,
 			// Innermost: every round trip of a call is correlated and
 			// authorized.
 			g.rounds.Middleware(g.relays),
@@ -429,6 +431,9 @@ func (g *Gateway) tools() []server.ServerTool {
 
 type ctxKey int
 
+// logKey carries a tool call's logger (its correlation ID) from the
+// correlate middleware to the handler under it: mcp-go's tool middlewares
+// pass handlers a context and the request, nothing else.
 const logKey ctxKey = iota
 
 // logFrom returns the request's logger, carrying its correlation ID (a

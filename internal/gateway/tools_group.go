@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 
+	"github.com/mcp-hangar/hangar/internal/relay"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -44,7 +46,7 @@ func (g *Gateway) groupRebalance(ctx context.Context, req mcp.CallToolRequest) (
 	if !found {
 		return fail(&provider.Error{Kind: provider.KindUnknownGroup, ID: id})
 	}
-	st, err := grp.Rebalance(ctx)
+	st, err := grp.Rebalance(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {
 		return fail(err)
 	}

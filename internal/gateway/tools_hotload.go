@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
+	"github.com/mcp-hangar/hangar/internal/relay"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -14,7 +17,7 @@ import (
 
 // HotLoader is what the hot-loading tools need; *registry.Loader is one.
 type HotLoader interface {
-	Load(ctx context.Context, name string, forceUnverified bool, allow, deny []string) LoadResult
+	Load(ctx context.Context, progress call.Progress, name string, forceUnverified bool, allow, deny []string) LoadResult
 	Unload(ctx context.Context, id string) UnloadResult
 	Runtime() []RuntimeServer
 }
@@ -86,7 +89,7 @@ func loadHandler(loader func() HotLoader) server.ToolHandlerFunc {
 		if err != nil {
 			return fail(err)
 		}
-		return ok(h.Load(ctx, name, force, allow, deny))
+		return ok(h.Load(ctx, relay.ProgressTo(ctx, req), name, force, allow, deny))
 	}
 }
 

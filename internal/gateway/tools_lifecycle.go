@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
+	"github.com/mcp-hangar/hangar/internal/relay"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -134,7 +137,7 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 		return fail(err)
 	}
 	if grp, found := g.Groups.Get(id); found {
-		return g.startGroup(ctx, grp)
+		return g.startGroup(ctx, grp, relay.ProgressTo(ctx, req))
 	}
 	p, found := g.Providers.Get(id)
 	if !found {
@@ -142,7 +145,7 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
 	defer cancel()
-	tools, err := p.Start(ctx)
+	tools, err := p.Start(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {
 		return fail(err)
 	}
@@ -156,8 +159,8 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 // startGroup starts every member of a group in parallel, a few at a time,
 // each within its own start timeout. It fails only when no member starts;
 // members_started counts the members running afterwards.
-func (g *Gateway) startGroup(ctx context.Context, grp *group.Group) (*mcp.CallToolResult, error) {
-	started, err := grp.Start(ctx)
+func (g *Gateway) startGroup(ctx context.Context, grp *group.Group, progress call.Progress) (*mcp.CallToolResult, error) {
+	started, err := grp.Start(ctx, progress)
 	if err != nil {
 		return fail(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/relay"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/sync/errgroup"
@@ -60,7 +62,7 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		return fail(err)
 	}
 	if grp, found := g.Groups.Get(id); found {
-		tools, err := grp.Tools(ctx)
+		tools, err := grp.Tools(ctx, relay.ProgressTo(ctx, req))
 		if err != nil {
 			return fail(err)
 		}
@@ -77,7 +79,7 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
 	defer cancel()
-	tools, err := p.ToolsOrStart(ctx)
+	tools, err := p.ToolsOrStart(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {
 		return fail(err)
 	}
@@ -226,6 +228,7 @@ func nilIfEmpty(s string) any {
 // named explicitly is warmed like any server.
 func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	caller := auth.Caller(ctx)
+	progress := relay.ProgressTo(ctx, req)
 	var ids []string
 	for _, p := range g.topLevel() {
 		if caller.MayReach(p.ID()) {
@@ -269,7 +272,7 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		eg.Go(func() error {
 			sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
 			defer cancel()
-			_, err := p.Start(sctx)
+			_, err := p.Start(sctx, progress)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -55,7 +55,7 @@ type fakeBackend struct {
 }
 
 func (b *fakeBackend) ListTools(context.Context) ([]mcpconn.Tool, error) { return b.tools, nil }
-func (b *fakeBackend) CallTool(_ context.Context, name string, _ any) (*mcp.CallToolResult, error) {
+func (b *fakeBackend) CallTool(_ context.Context, name string, _ any, _ *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	return mcp.NewToolResultText("called " + name), nil
 }
 func (b *fakeBackend) Done() <-chan struct{} { return b.done }

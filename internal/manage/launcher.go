@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mcp-hangar/hangar/internal/call"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -32,9 +34,9 @@ var (
 
 // Prepare passes the next launcher's preparation (image pulls, digest
 // pins, signatures) through; it needs no secret values.
-func (l *SecretLauncher) Prepare(ctx context.Context, spec *config.Server) error {
+func (l *SecretLauncher) Prepare(ctx context.Context, spec *config.Server, progress call.Progress) error {
 	if pr, ok := l.Next.(provider.Preparer); ok {
-		return pr.Prepare(ctx, spec)
+		return pr.Prepare(ctx, spec, progress)
 	}
 	return nil
 }
@@ -80,8 +82,8 @@ func (s *scrubbed) Stderr() string { return Scrub(s.Backend.Stderr(), s.secrets)
 func (s *scrubbed) Exit() string   { return Scrub(s.Backend.Exit(), s.secrets) }
 
 // CallTool scrubs errors, which may quote a URL with a credential in it.
-func (s *scrubbed) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	res, err := s.Backend.CallTool(ctx, name, args)
+func (s *scrubbed) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
+	res, err := s.Backend.CallTool(ctx, name, args, o)
 	return res, s.scrub(err)
 }
 

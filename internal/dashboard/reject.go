@@ -28,7 +28,8 @@ const rejectTimeout = 2 * time.Minute
 
 func (d *Dashboard) canReject() bool { return d.Decisions != nil && d.Audit != nil }
 
-// reject moves a pending candidate to the quarantine list. The guard has
+// reject moves a pending candidate to the quarantine list, or revokes the
+// approval of an approved one and quarantines it. The guard has
 // required hangar:admin (and audited a refusal); a name outside the
 // caller's servers is refused here as the tools refuse it, naming the
 // server asked for and never whether it exists.

@@ -292,7 +292,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	// The catalog registers every configured provider and group (with
 	// its members); validation keeps their IDs unique, and a refusal here
 	// is logged by the catalog.
-	a.Gateway.PublishConfig(ctx, cfg, "start", false)
+	a.Gateway.Catalog.PublishConfig(ctx, cfg, "start", false)
 	if cfg.Registry.Enabled() {
 		loader := mcpregistry.NewLoader(cfg.Registry, mcpregistry.NewClient(cfg.Registry, log.With("component", "registry")),
 			mcpregistry.Providers{M: a.Providers, Catalog: a.Gateway.Catalog}, log.With("component", "hotload"))

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
+
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -77,7 +79,7 @@ func (e *egressRefusals) refused(server string, r egress.Refusal) {
 	if g := e.a.Gateway; g != nil {
 		g.RecordAudit(context.Background(), store.AuditEntry{
 			At: now, Server: server, Identity: egressIdentity, Action: actionEgress,
-			Tool: target, Allowed: false, Reason: r.Reason, Outcome: "denied",
+			Tool: target, Allowed: false, Reason: r.Reason, Outcome: audit.OutcomeDenied,
 		})
 	}
 }

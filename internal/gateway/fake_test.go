@@ -168,7 +168,7 @@ func harnessFor(t *testing.T, l *fakeLauncher, cfg *config.Config, m *metrics.Me
 	}
 	mgr := provider.NewManager(l, opts)
 	g := gateway.New(cfg, mgr, nil, m, quiet)
-	for _, ch := range g.PublishConfig(t.Context(), cfg, "test", false) {
+	for _, ch := range g.Catalog.PublishConfig(t.Context(), cfg, "test", false) {
 		if ch.Action == catalog.Refused {
 			t.Fatalf("%s not served: %s", ch.ID, ch.Reason)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
+
 	"github.com/mcp-hangar/hangar/internal/call"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -75,7 +77,7 @@ func (s managerSource) Servable() []frontdoor.Servable {
 
 func (s managerSource) Call(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error) {
 	if s.call != nil {
-		return s.call(ctx, rq, ActionFrontDoorCall, server, tool, args)
+		return s.call(ctx, rq, audit.ActionFrontDoorCall, server, tool, args)
 	}
 	if grp, ok := s.groups.Get(server); ok {
 		return grp.Call(ctx, rq, tool, args)

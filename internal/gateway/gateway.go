@@ -26,6 +26,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
+
 	"github.com/mcp-hangar/hangar/internal/call"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -141,7 +143,7 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 	g := &Gateway{
 		Providers: providers,
 		Groups:    group.NewRegistry(providers, group.Options{Log: log}),
-		Cache:     newContinuationStore(cfg),
+		Cache:     batch.NewCacheFor(cfg.Batch),
 		Metrics:   m,
 		Engine:    engine,
 		Log:       log,
@@ -162,49 +164,11 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 }
 
 func (g *Gateway) setBatchLimits(cfg *config.Config) {
-	g.batch.Store(&batch.Executor{Invoke: g.invoke, Limits: limitsOf(cfg), Cache: g.Cache, Log: g.Log})
-}
-
-// newContinuationStore sizes the continuation store from the config (its
-// bound and TTL take effect at start, not on reload).
-func newContinuationStore(cfg *config.Config) *batch.Cache {
-	ttl, size := 10*time.Minute, 256<<20
-	if cfg.Batch.ContinuationTTL > 0 {
-		ttl = cfg.Batch.ContinuationTTL
-	}
-	if cfg.Batch.MaxContinuationBytes > 0 {
-		size = cfg.Batch.MaxContinuationBytes
-	}
-	return batch.NewCache(ttl, size)
+	g.batch.Store(&batch.Executor{Invoke: g.invoke, Limits: batch.LimitsFor(cfg.Batch), Cache: g.Cache, Log: g.Log})
 }
 
 // Batch is the executor of hangar_call.
 func (g *Gateway) Batch() *batch.Executor { return g.batch.Load() }
-
-func limitsOf(cfg *config.Config) batch.Limits {
-	l := batch.DefaultLimits()
-	b := cfg.Batch
-	if b.MaxCalls > 0 {
-		l.MaxCalls = b.MaxCalls
-	}
-	if b.MaxConcurrency > 0 {
-		l.MaxConcurrency = b.MaxConcurrency
-	}
-	if b.DefaultTimeout > 0 {
-		l.DefaultTimeout = b.DefaultTimeout
-	}
-	if b.MaxTimeout > 0 {
-		l.MaxTimeout = b.MaxTimeout
-	}
-	if b.MaxResponseSizeBytes > 0 {
-		l.MaxResponseBytes = b.MaxResponseSizeBytes
-	}
-	if b.MaxTotalResponseSizeByte > 0 {
-		l.MaxTotalRespBytes = b.MaxTotalResponseSizeByte
-	}
-	l.DefaultConcurrency = min(l.DefaultConcurrency, l.MaxConcurrency)
-	return l
-}
 
 // Config returns the configuration in force.
 func (g *Gateway) Config() *config.Config {
@@ -225,7 +189,7 @@ func (g *Gateway) setConfig(c *config.Config) {
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
 func (g *Gateway) invoke(ctx context.Context, rq *call.Request, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	return g.callServer(ctx, rq, ActionHangarCall, server, tool, args)
+	return g.callServer(ctx, rq, audit.ActionHangarCall, server, tool, args)
 }
 
 // exposed reports whether the front door lists id's tools.
@@ -451,7 +415,7 @@ func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
 func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := newID()
-		log := telemetry.BindLog(ctx, withLazy(g.Log, telemetry.FieldCorrelationID, id, telemetry.FieldTool, req.Params.Name))
+		log := telemetry.BindLog(ctx, telemetry.WithLazy(g.Log, telemetry.FieldCorrelationID, id, telemetry.FieldTool, req.Params.Name))
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)

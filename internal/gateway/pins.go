@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -100,7 +102,7 @@ func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallTo
 	out := map[string]any{"approved": true, "mcp_server": name, "status": "registered", "reason": a.Reason}
 	switch quarantineSourceOf(a.Reason) {
 	case imageQuarantineSource:
-		g.logFrom(ctx).Info("image approved", telemetry.FieldServer, name, FieldReason, a.Reason)
+		g.logFrom(ctx).Info("image approved", telemetry.FieldServer, name, audit.FieldReason, a.Reason)
 	default:
 		g.logFrom(ctx).Info("tools re-pinned by approval", telemetry.FieldServer, name, "tools", a.Tools)
 		out["tools_pinned"] = a.Tools

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -231,7 +233,7 @@ func TestRugPull(t *testing.T) {
 
 	var denied bool
 	for _, e := range h.audit.all() {
-		if e.Action == gateway.ActionHangarCall && e.Server == "kit" && !e.Allowed && strings.HasPrefix(e.Reason, "quarantined: tool_schema_changed") {
+		if e.Action == audit.ActionHangarCall && e.Server == "kit" && !e.Allowed && strings.HasPrefix(e.Reason, "quarantined: tool_schema_changed") {
 			denied = true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -57,7 +59,7 @@ func (g *Gateway) tracedChain(ms []server.ToolHandlerMiddleware) []server.ToolHa
 // name went to (a hangar_call batch's calls say it on their own CLIENT
 // spans), and marks a group's context so the member's span names it.
 func traceTarget(ctx context.Context, action, id string, group bool) context.Context {
-	if action != ActionHangarCall {
+	if action != audit.ActionHangarCall {
 		telemetry.ServerOp(ctx).Target(id, group)
 	}
 	if group {

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
+
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -352,11 +354,13 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 	}
 	cat := &manage.ProviderCatalog{Catalog: a.Gateway.Catalog, Providers: a.Providers, Groups: a.Gateway.Groups, Go: a.goOwned}
 	svc := manage.New(cat, a.Store, manage.NewNotifier(log), workspace, manage.Options{
-		Runtimes:        cfg.Runtimes,
-		AllowSubprocess: cfg.Install.AllowSubprocess,
-		AllowedEgress:   cfg.Install.AllowedEgress,
-		Execution:       cfg.Execution,
-		Access:          a.hostAccess(),
+		Install: clientconfig.Options{
+			Runtimes:        cfg.Runtimes,
+			AllowSubprocess: cfg.Install.AllowSubprocess,
+			AllowedEgress:   cfg.Install.AllowedEgress,
+			Execution:       cfg.Execution,
+			Access:          a.hostAccess(),
+		},
 		OnChanged: func() {
 			if fd := a.Gateway.FrontDoor; fd != nil {
 				fd.Kick()

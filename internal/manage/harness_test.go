@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
@@ -185,7 +187,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	cfg := config.Default()
 	g := gateway.New(cfg, mgr, nil, nil, log)
 	g.Catalog.Publish(context.Background(), catalog.SourceConfig, ho.servers, "test")
-	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: cfg.Execution}
+	o := manage.Options{Install: clientconfig.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: cfg.Execution}}
 	if ho.opts != nil {
 		o = *ho.opts
 	}

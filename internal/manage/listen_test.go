@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -22,7 +24,7 @@ func TestManagementChangesReachListenStreams(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			var h *harness
-			o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution, OnChanged: func() { h.Gateway.FrontDoor.Kick() }}
+			o := manage.Options{Install: clientconfig.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution}, OnChanged: func() { h.Gateway.FrontDoor.Kick() }}
 			h = newHarness(t, harnessOpts{opts: &o})
 			h.Gateway.Exposed = func(id string) (bool, bool) {
 				p, ok := h.Svc.Policy(id)

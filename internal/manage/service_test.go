@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -57,7 +59,7 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 		switch m["name"] {
 		case "bad":
 			d := diags[0].(map[string]any)
-			if d["code"] != manage.CodeWidensHardening || d["level"] != "error" || d["field_path"] != "mcpServers.bad.args[1]" ||
+			if d["code"] != clientconfig.CodeWidensHardening || d["level"] != "error" || d["field_path"] != "mcpServers.bad.args[1]" ||
 				!strings.Contains(d["message"].(string), "--privileged") {
 				t.Errorf("bad diagnostic = %v", d)
 			}
@@ -66,7 +68,7 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 			}
 		case "remote", "npxsrv":
 			d := diags[len(diags)-1].(map[string]any)
-			if d["code"] != manage.CodeSecretStored || d["level"] != "info" {
+			if d["code"] != clientconfig.CodeSecretStored || d["level"] != "info" {
 				t.Errorf("%s: last diagnostic = %v, want secret_stored", m["name"], d)
 			}
 			fallthrough
@@ -734,7 +736,7 @@ func TestStoredCatalogWithoutFrontDoor(t *testing.T) {
 	ctx := t.Context()
 	st := manage.NewMemStore()
 	var h *harness
-	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution,
+	o := manage.Options{Install: clientconfig.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution},
 		SaveCatalog: func(ctx context.Context, id string, tools []mcpconn.Tool) error {
 			return frontdoor.CatalogSaver(st, h.Gateway.Providers)(ctx, id, tools)
 		}}

@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/clientconfig"
-
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,6 +25,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/catalog"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dashboard"
 	"github.com/mcp-hangar/hangar/internal/discovery"

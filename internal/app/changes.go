@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/registry"
 	"github.com/mcp-hangar/hangar/internal/store"

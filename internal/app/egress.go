@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/audit"
-
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/egress"

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-
 	cerrdefs "github.com/containerd/errdefs"
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -25,6 +23,7 @@ import (
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/store"

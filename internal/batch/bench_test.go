@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/call"
 )
 
 // Benchmarks of hangar_call's own work per call (go test -bench . -benchmem).

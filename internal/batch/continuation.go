@@ -17,7 +17,6 @@ import (
 	"unsafe"
 
 	"github.com/mcp-hangar/hangar/internal/config"
-
 	"github.com/mcp-hangar/hangar/internal/forward"
 )
 

@@ -12,12 +12,11 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/cenkalti/backoff/v5"
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/retry"
 )

@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/call"
 )
 
 // me is the owner the single-owner cache tests use.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/audit"
-
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/store"

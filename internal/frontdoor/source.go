@@ -4,10 +4,9 @@ import (
 	"context"
 	"sort"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"

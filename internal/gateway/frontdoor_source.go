@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 
-	"github.com/mcp-hangar/hangar/internal/audit"
-
-	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/group"

@@ -4,10 +4,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/audit"
-
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"

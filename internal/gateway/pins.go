@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/mcp-hangar/hangar/internal/audit"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )

@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/audit"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcp-hangar/hangar/internal/auth"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/batch"
 	"github.com/mcp-hangar/hangar/internal/relay"
 )

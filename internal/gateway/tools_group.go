@@ -3,13 +3,12 @@ package gateway
 import (
 	"context"
 
-	"github.com/mcp-hangar/hangar/internal/relay"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 func (g *Gateway) groupTools() []server.ServerTool {

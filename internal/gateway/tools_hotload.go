@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-	"github.com/mcp-hangar/hangar/internal/relay"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/registry"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 // HotLoader is what the hot-loading tools need; *registry.Loader is one.

@@ -6,15 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-	"github.com/mcp-hangar/hangar/internal/relay"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 func (g *Gateway) lifecycleTools() []server.ServerTool {

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/relay"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/sync/errgroup"
@@ -19,6 +17,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/redact"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 // warmParallelism bounds concurrent starts by hangar_warm.

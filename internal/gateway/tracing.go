@@ -5,11 +5,10 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/mcp-hangar/hangar/internal/audit"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/telemetry"

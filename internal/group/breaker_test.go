@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 

@@ -15,12 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/clientconfig"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/catalog"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"

@@ -9,9 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/clientconfig"
-
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 

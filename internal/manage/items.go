@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/clientconfig"
-
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/redact"

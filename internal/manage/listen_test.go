@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/clientconfig"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/manage"
 )

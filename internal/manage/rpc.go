@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/audit"
-
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/store"
 )

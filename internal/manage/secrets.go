@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/mcp-hangar/hangar/internal/clientconfig"
-
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/clientconfig"
-
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 

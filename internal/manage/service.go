@@ -22,11 +22,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcp-hangar/hangar/internal/clientconfig"
-	"github.com/mcp-hangar/hangar/internal/mcpconn"
-
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/store"
 )

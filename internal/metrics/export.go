@@ -7,10 +7,10 @@ import (
 	"math"
 	"net/http"
 
-	"github.com/mcp-hangar/hangar/internal/auth"
-
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
 )
 
 // Text renders the registry in the Prometheus text exposition format, the

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 

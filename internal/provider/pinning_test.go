@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"

@@ -8,7 +8,6 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/discovery"
-
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 

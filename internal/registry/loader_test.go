@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 

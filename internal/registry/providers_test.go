@@ -9,10 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcp-hangar/hangar/internal/call"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/group"

@@ -15,7 +15,7 @@ import (
 // Source is everything the front door needs from the rest of the
 // gateway: which servers may be served, a way to call them, and a way to
 // learn a catalog. Today it is the provider manager and the group registry
-// (managerSource); the catalog can take its place.
+// (ManagerSource); the catalog can take its place.
 type Source interface {
 	// Servable lists the servers agents may see, sorted by ID: top-level
 	// providers and groups; never a group member, nor a pending or

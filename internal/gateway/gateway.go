@@ -249,7 +249,11 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	}
 	hooks := g.Hooks
 	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
-		g.FrontDoor = frontdoor.New(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
+		src := frontdoor.ManagerSource{Providers: g.Providers, Groups: g.Groups, Exposed: g.exposed,
+			CallPath: func(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error) {
+				return g.callServer(ctx, rq, audit.ActionFrontDoorCall, server, tool, args)
+			}}
+		g.FrontDoor = frontdoor.New(src, cfg, g.Log)
 		g.FrontDoor.Withheld = g.withheld
 		g.FrontDoor.Reach = g.reach
 		g.Providers.Listen(g.FrontDoor.Events())

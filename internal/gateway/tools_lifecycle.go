@@ -117,16 +117,6 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	})
 }
 
-// startTimeout bounds hangar_start: the provider's own start timeout plus a
-// little for the handshake's tail.
-func startTimeout(p *provider.Provider) time.Duration {
-	t := p.Spec().StartTimeout
-	if t <= 0 {
-		t = 30 * time.Second
-	}
-	return t + 5*time.Second
-}
-
 func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, err := req.RequireString("mcp_server")
 	if err != nil {
@@ -142,7 +132,7 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if !found {
 		return unknownServer(id)
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	ctx, cancel := context.WithTimeout(ctx, p.StartWait())
 	defer cancel()
 	tools, err := p.Start(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {

@@ -76,7 +76,7 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if !found {
 		return unknownServer(id)
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	ctx, cancel := context.WithTimeout(ctx, p.StartWait())
 	defer cancel()
 	tools, err := p.ToolsOrStart(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {
@@ -269,7 +269,7 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 			continue
 		}
 		eg.Go(func() error {
-			sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+			sctx, cancel := context.WithTimeout(ctx, p.StartWait())
 			defer cancel()
 			_, err := p.Start(sctx, progress)
 			mu.Lock()

@@ -308,16 +308,6 @@ func (g *Group) Status() Status {
 // State is Status().State.
 func (g *Group) State() State { return g.Status().State }
 
-// memberTimeout bounds one member's start: its start timeout plus a little
-// for the handshake's tail.
-func memberTimeout(p *provider.Provider) time.Duration {
-	t := p.Spec().StartTimeout
-	if t <= 0 {
-		t = 30 * time.Second
-	}
-	return t + 5*time.Second
-}
-
 // eachMember runs f for every member, a few at once, and waits.
 func (g *Group) eachMember(f func(m *member)) {
 	var eg errgroup.Group
@@ -342,7 +332,7 @@ func (g *Group) Start(ctx context.Context, progress call.Progress) (int, error) 
 	started := 0
 	var errs []string
 	g.eachMember(func(m *member) {
-		sctx, cancel := context.WithTimeout(ctx, memberTimeout(m.p))
+		sctx, cancel := context.WithTimeout(ctx, m.p.StartWait())
 		defer cancel()
 		_, err := m.p.Start(sctx, progress)
 		mu.Lock()
@@ -396,7 +386,7 @@ func (g *Group) Tools(ctx context.Context, progress call.Progress) ([]mcpconn.To
 	}
 	err := g.noHealthy()
 	for _, p := range append(ready, rest...) {
-		sctx, cancel := context.WithTimeout(ctx, memberTimeout(p))
+		sctx, cancel := context.WithTimeout(ctx, p.StartWait())
 		var tools []mcpconn.Tool
 		tools, err = p.ToolsOrStart(sctx, progress)
 		cancel()
@@ -427,7 +417,7 @@ func (g *Group) Rebalance(ctx context.Context, progress call.Progress) (Status, 
 		g.mu.Lock()
 		inRot := m.inRotation
 		g.mu.Unlock()
-		cctx, cancel := context.WithTimeout(ctx, memberTimeout(m.p))
+		cctx, cancel := context.WithTimeout(ctx, m.p.StartWait())
 		defer cancel()
 		var err error
 		switch st := m.p.State(); {

@@ -360,10 +360,7 @@ func (p *Provider) waitErr(ctx context.Context) error {
 // not abort the start the other callers are waiting for.
 func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon context.CancelFunc, progress call.Progress) {
 	defer close(done)
-	timeout := p.spec.StartTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	timeout := p.StartTimeout()
 	began := p.opts.Now()
 	abandoned, err := p.prepare(prepCtx, abandon, progress)
 	if abandoned {
@@ -503,6 +500,23 @@ func containsOOM(exit string) bool {
 	}
 	return false
 }
+
+// DefaultStartTimeout bounds a start whose spec sets no start_timeout.
+const DefaultStartTimeout = 30 * time.Second
+
+// StartTimeout is how long one start may take: the spec's start timeout,
+// else DefaultStartTimeout.
+func (p *Provider) StartTimeout() time.Duration {
+	if t := p.spec.StartTimeout; t > 0 {
+		return t
+	}
+	return DefaultStartTimeout
+}
+
+// StartWait is how long a caller waits for a start it asks for (a
+// hangar_start, a group member's start, a prefetch): the start timeout
+// plus a little for the handshake's tail.
+func (p *Provider) StartWait() time.Duration { return p.StartTimeout() + 5*time.Second }
 
 // Start brings the provider to READY (hangar_start): a DEAD provider past
 // its failure limit is retried. Its image pull, if any, is reported to

@@ -1,4 +1,4 @@
-package gateway
+package frontdoor
 
 import (
 	"context"
@@ -6,47 +6,46 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
-	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
-// managerSource serves the providers of a Manager and the groups of a
-// Registry.
-type managerSource struct {
-	providers *provider.Manager
-	groups    *group.Registry
-	// call is the gateway's way to a server (Gateway.callServer): server
-	// filter, policy, audit; nil calls the provider or group directly.
-	call func(ctx context.Context, rq *call.Request, action, server, tool string, args any) (*mcp.CallToolResult, error)
-	// exposed decides Servable.Hidden (Gateway.exposed); nil: the spec's
-	// expose.
-	exposed func(id string, spec *config.Server) bool
+// ManagerSource is the Source over what runs: the providers of a Manager
+// and the groups of a Registry. The gateway gives it its call path.
+type ManagerSource struct {
+	Providers *provider.Manager
+	Groups    *group.Registry
+	// CallPath is the gateway's way to a server (its callServer: the
+	// caller's server filter, the policy, the audit); nil calls the
+	// provider or group directly.
+	CallPath func(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error)
+	// Exposed decides Servable.Hidden (the gateway's: an installed
+	// server's allow_implicit_invocation); nil: the spec's expose.
+	Exposed func(id string, spec *config.Server) bool
 }
 
-func (s managerSource) hidden(id string, spec *config.Server) bool {
-	if s.exposed != nil {
-		return !s.exposed(id, spec)
+func (s ManagerSource) hidden(id string, spec *config.Server) bool {
+	if s.Exposed != nil {
+		return !s.Exposed(id, spec)
 	}
 	return spec != nil && spec.Hidden
 }
 
-var _ frontdoor.Source = managerSource{}
+var _ Source = ManagerSource{}
 
-func (s managerSource) Servable() []frontdoor.Servable {
-	var out []frontdoor.Servable
-	for _, p := range s.providers.List() {
-		if _, member := s.providers.GroupOf(p.ID()); member {
+func (s ManagerSource) Servable() []Servable {
+	var out []Servable
+	for _, p := range s.Providers.List() {
+		if _, member := s.Providers.GroupOf(p.ID()); member {
 			continue
 		}
-		out = append(out, frontdoor.Servable{ID: p.ID(), Spec: p.Spec(), Hidden: s.hidden(p.ID(), p.Spec()), Tools: p.Tools(), Predefined: p.Predefined(), Cold: p.State() == provider.Cold})
+		out = append(out, Servable{ID: p.ID(), Spec: p.Spec(), Hidden: s.hidden(p.ID(), p.Spec()), Tools: p.Tools(), Predefined: p.Predefined(), Cold: p.State() == provider.Cold})
 	}
-	for _, g := range s.groups.List() {
-		sv := frontdoor.Servable{ID: g.ID(), Group: true, Spec: g.Spec(), Hidden: s.hidden(g.ID(), g.Spec())}
+	for _, g := range s.Groups.List() {
+		sv := Servable{ID: g.ID(), Group: true, Spec: g.Spec(), Hidden: s.hidden(g.ID(), g.Spec())}
 		// A group's catalog is its members': the first one that knows it.
 		var version string
 		for _, m := range g.Members() {
@@ -69,27 +68,27 @@ func (s managerSource) Servable() []frontdoor.Servable {
 		}
 		out = append(out, sv)
 	}
-	frontdoor.SortServable(out)
+	SortServable(out)
 	return out
 }
 
-func (s managerSource) Call(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error) {
-	if s.call != nil {
-		return s.call(ctx, rq, audit.ActionFrontDoorCall, server, tool, args)
+func (s ManagerSource) Call(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error) {
+	if s.CallPath != nil {
+		return s.CallPath(ctx, rq, server, tool, args)
 	}
-	if grp, ok := s.groups.Get(server); ok {
+	if grp, ok := s.Groups.Get(server); ok {
 		return grp.Call(ctx, rq, tool, args)
 	}
-	p, ok := s.providers.Get(server)
+	p, ok := s.Providers.Get(server)
 	if !ok {
 		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
 	}
 	return p.Call(ctx, rq, tool, args)
 }
 
-func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error {
-	p, ok := s.providers.Get(server)
-	if grp, isGroup := s.groups.Get(server); isGroup {
+func (s ManagerSource) Prefetch(ctx context.Context, server string, whileUp func(context.Context)) error {
+	p, ok := s.Providers.Get(server)
+	if grp, isGroup := s.Groups.Get(server); isGroup {
 		// A group's catalog is any member's: the first one's.
 		members := grp.Members()
 		if len(members) == 0 {
@@ -100,7 +99,7 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	if !ok || p.State() != provider.Cold || p.Predefined() {
 		return nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	sctx, cancel := context.WithTimeout(ctx, p.StartWait())
 	defer cancel()
 	// The prefetch's own start is one demand; any other, even one that
 	// joined the start, keeps the provider.
@@ -109,7 +108,7 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	if _, err := p.Start(sctx, call.Progress{}); err != nil {
 		// A failed prefetch is not the provider's record: it stays COLD,
 		// with no failed start counted, for the first real call to try.
-		_ = p.Stop(context.WithoutCancel(ctx), frontdoor.ReasonPrefetched, false)
+		_ = p.Stop(context.WithoutCancel(ctx), ReasonPrefetched, false)
 		return err
 	}
 	if whileUp != nil {
@@ -117,32 +116,32 @@ func (s managerSource) Prefetch(ctx context.Context, server string, whileUp func
 	}
 	// Stopped only if nobody else asked for it meanwhile: a warm or a call
 	// that came while the catalog was read keeps it (its idle TTL applies).
-	sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), startTimeout(p))
+	sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), p.StartWait())
 	defer cancel()
-	p.StopIfUnwanted(sctx, frontdoor.ReasonPrefetched, mark)
+	p.StopIfUnwanted(sctx, ReasonPrefetched, mark)
 	return nil
 }
 
-func (s managerSource) Learn(ctx context.Context, server string) error {
-	if grp, ok := s.groups.Get(server); ok {
+func (s ManagerSource) Learn(ctx context.Context, server string) error {
+	if grp, ok := s.Groups.Get(server); ok {
 		_, err := grp.Tools(ctx, call.Progress{})
 		return err
 	}
-	p, ok := s.providers.Get(server)
+	p, ok := s.Providers.Get(server)
 	if !ok {
 		return &provider.Error{Kind: provider.KindUnknownServer, ID: server}
 	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	sctx, cancel := context.WithTimeout(ctx, p.StartWait())
 	defer cancel()
 	_, err := p.ToolsOrStart(sctx, call.Progress{})
 	return err
 }
 
-func (s managerSource) Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error {
+func (s ManagerSource) Extras(ctx context.Context, server string, start bool, f func(context.Context, provider.Extras) error) error {
 	var candidates []*provider.Provider
-	if grp, ok := s.groups.Get(server); ok {
+	if grp, ok := s.Groups.Get(server); ok {
 		candidates = grp.Members()
-	} else if p, ok := s.providers.Get(server); ok {
+	} else if p, ok := s.Providers.Get(server); ok {
 		candidates = []*provider.Provider{p}
 	} else {
 		return &provider.Error{Kind: provider.KindUnknownServer, ID: server}

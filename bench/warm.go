@@ -194,7 +194,7 @@ func directAdd(d *Direct) callFn {
 	return func(ctx context.Context, i int) error {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		res, err := d.Conn.CallTool(cctx, "add", map[string]any{"a": i, "b": 1})
+		res, err := d.Conn.CallTool(cctx, "add", map[string]any{"a": i, "b": 1}, nil)
 		if err != nil {
 			return err
 		}

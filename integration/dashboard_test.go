@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/dashboard"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 )
 
@@ -243,4 +244,52 @@ data_dir: %s
 	if !slices.Contains(q, refused+": rejected by operator admin") {
 		t.Errorf("quarantine = %v, want %s rejected by admin", q, refused)
 	}
+
+	// The operator changes their mind: the rejected candidate's row
+	// offers Approve (and no Reject), and approving it serves it.
+	if n := eval(t, admin, fmt.Sprintf(`String(document.querySelectorAll('#pending-table tr[data-id=%q] button[data-reject]').length)`, refused)); n != "0" {
+		t.Errorf("the rejected candidate still offers Reject (%s buttons)", n)
+	}
+	if err := within(admin, 90*time.Second,
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#pending-table tr[data-id=%q] button[data-approve=%q]`, refused, refused))),
+		chromedp.WaitVisible(row("servers-table", refused)),
+		chromedp.WaitNotPresent(row("pending-table", refused)),
+	); err != nil {
+		t.Fatalf("the rejected candidate, approved, is not shown as served: %v", err)
+	}
+
+	// An approved server can be rejected from its page: its approval is
+	// revoked, it is no longer served, and it waits in quarantine.
+	if err := within(admin, 90*time.Second,
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = "#server/%s"`, approved)),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`section.details[data-id=%q] button[data-reject=%q]`, approved, approved))),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#notice p.ok[data-server=%q]`, approved))),
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#servers"`),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#pending-table tr[data-id=%q][data-kind="quarantined"]`, approved))),
+		chromedp.WaitNotPresent(row("servers-table", approved)),
+	); err != nil {
+		t.Fatalf("the approved server, rejected, is not shown quarantined: %v", err)
+	}
+	if eval(t, admin, `window.hangarMarker || ""`) != "same page" {
+		t.Error("the page was reloaded")
+	}
+	if _, ok := g.App.Gateway.Catalog.Get(approved); ok {
+		t.Errorf("%s is still in the catalog after its rejection", approved)
+	}
+	// The rejection is in the audit trail under the admin's name (written
+	// by the audit writer's queue, a moment later).
+	var actions []string
+	discWait(t, 10*time.Second, "the rejection audited", func() bool {
+		audit, err := g.App.Store.RecentAudit(context.Background(), approved, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		actions = actions[:0]
+		for _, e := range audit {
+			if e.Identity == "admin" {
+				actions = append(actions, e.Action+"/"+e.Outcome)
+			}
+		}
+		return slices.Contains(actions, dashboard.ActionReject+"/ok")
+	})
 }

@@ -209,8 +209,8 @@ func directTestkit(t *testing.T) *mcpconn.Conn {
 func directRaw(t *testing.T, conn *mcpconn.Conn, tool string, args json.RawMessage) json.RawMessage {
 	t.Helper()
 	var raw json.RawMessage
-	ctx := mcpconn.WithCallOptions(context.Background(), &mcpconn.CallOptions{Raw: &raw})
-	if _, err := conn.CallTool(ctx, tool, args); err != nil {
+	ctx, opts := context.Background(), &mcpconn.CallOptions{Raw: &raw}
+	if _, err := conn.CallTool(ctx, tool, args, opts); err != nil {
 		t.Fatalf("direct %s: %v", tool, err)
 	}
 	return raw

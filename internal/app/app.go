@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/catalog"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dashboard"
 	"github.com/mcp-hangar/hangar/internal/discovery"
@@ -292,7 +293,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	// The catalog registers every configured provider and group (with
 	// its members); validation keeps their IDs unique, and a refusal here
 	// is logged by the catalog.
-	a.Gateway.PublishConfig(ctx, cfg, "start", false)
+	a.Gateway.Catalog.PublishConfig(ctx, cfg, "start", false)
 	if cfg.Registry.Enabled() {
 		loader := mcpregistry.NewLoader(cfg.Registry, mcpregistry.NewClient(cfg.Registry, log.With("component", "registry")),
 			mcpregistry.Providers{M: a.Providers, Catalog: a.Gateway.Catalog}, log.With("component", "hotload"))
@@ -352,11 +353,13 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 	}
 	cat := &manage.ProviderCatalog{Catalog: a.Gateway.Catalog, Providers: a.Providers, Groups: a.Gateway.Groups, Go: a.goOwned}
 	svc := manage.New(cat, a.Store, manage.NewNotifier(log), workspace, manage.Options{
-		Runtimes:        cfg.Runtimes,
-		AllowSubprocess: cfg.Install.AllowSubprocess,
-		AllowedEgress:   cfg.Install.AllowedEgress,
-		Execution:       cfg.Execution,
-		Access:          a.hostAccess(),
+		Install: clientconfig.Options{
+			Runtimes:        cfg.Runtimes,
+			AllowSubprocess: cfg.Install.AllowSubprocess,
+			AllowedEgress:   cfg.Install.AllowedEgress,
+			Execution:       cfg.Execution,
+			Access:          a.hostAccess(),
+		},
 		OnChanged: func() {
 			if fd := a.Gateway.FrontDoor; fd != nil {
 				fd.Kick()

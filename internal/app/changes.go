@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/registry"
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -177,8 +178,8 @@ type replicatedLoader struct {
 	a *App
 }
 
-func (l *replicatedLoader) Load(ctx context.Context, name string, forceUnverified bool, allow, deny []string) gateway.LoadResult {
-	res := l.HotLoader.Load(ctx, name, forceUnverified, allow, deny)
+func (l *replicatedLoader) Load(ctx context.Context, progress call.Progress, name string, forceUnverified bool, allow, deny []string) gateway.LoadResult {
+	res := l.HotLoader.Load(ctx, progress, name, forceUnverified, allow, deny)
 	if res.Status == registry.StatusLoaded {
 		id, _ := json.Marshal(hotloadParams{Name: name, ForceUnverified: forceUnverified, Allow: allow, Deny: deny})
 		l.a.announce(store.Change{Kind: store.ChangeHotload, ID: string(id)})
@@ -212,7 +213,7 @@ func (a *App) applyHotload(ctx context.Context, c store.Change, log *slog.Logger
 		log.Warn("hot-load of another replica not understood", "error", err)
 		return
 	}
-	res := l.HotLoader.Load(ctx, p.Name, p.ForceUnverified, p.Allow, p.Deny)
+	res := l.HotLoader.Load(ctx, call.Progress{}, p.Name, p.ForceUnverified, p.Allow, p.Deny) // another replica's load: nobody here waits
 	log.Info("hot-loaded: another replica loaded it", "name", p.Name, "status", res.Status, "mcp_server", res.MCPServer)
 }
 

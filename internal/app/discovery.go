@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/discovery"
@@ -80,7 +81,8 @@ func (a *App) startDiscovery(ctx context.Context, launcher provider.Launcher) er
 		}
 		p := provider.New(spec, launcher, provider.Options{Log: a.Log})
 		defer func() { _ = p.Retire(context.WithoutCancel(ctx), "discovery_health_check", false) }()
-		if _, err := p.Start(ctx); err != nil {
+		// A health check: nobody waits for its pull.
+		if _, err := p.Start(ctx, call.Progress{}); err != nil {
 			return err
 		}
 		tools := p.Tools()

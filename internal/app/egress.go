@@ -10,6 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/egress"
@@ -77,7 +78,7 @@ func (e *egressRefusals) refused(server string, r egress.Refusal) {
 	if g := e.a.Gateway; g != nil {
 		g.RecordAudit(context.Background(), store.AuditEntry{
 			At: now, Server: server, Identity: egressIdentity, Action: actionEgress,
-			Tool: target, Allowed: false, Reason: r.Reason, Outcome: "denied",
+			Tool: target, Allowed: false, Reason: r.Reason, Outcome: audit.OutcomeDenied,
 		})
 	}
 }

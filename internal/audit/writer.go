@@ -1,9 +1,13 @@
-// Package audit takes the audit trail's store writes off the call path: a
-// tool call hands its entry to a bounded queue and returns; one owner
-// goroutine writes the queue in batches, one transaction (one fsync) per
-// batch. A full queue drops the entry and counts it rather than slowing
-// the call. The structured log line of each entry stays synchronous (the
-// gateway writes it), so nothing is lost from the log.
+// Package audit is the audit trail between its writers (the gateway's call
+// path and hangar_* tools, the endpoint's refusals, mcp/*, the dashboard,
+// the egress proxy) and the store: the trail's vocabulary of actions,
+// outcomes and reasons, how one entry is recorded (record.go: a structured
+// log line and the store write), and the Writer that takes the store
+// writes off the call path: a tool call hands its entry to a bounded queue
+// and returns; one owner goroutine writes the queue in batches, one
+// transaction (one fsync) per batch. A full queue drops the entry and
+// counts it rather than slowing the call. The log line stays synchronous,
+// so nothing is lost from the log.
 package audit
 
 import (

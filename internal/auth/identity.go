@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/fnmatch"
 )
 
 // Scopes (seed 004, issue 10).
@@ -47,15 +47,16 @@ type Identity struct {
 	// then (HTTP.Hold).
 	Expires time.Time
 
-	servers *provider.ToolPolicy // compiled Servers, built by NewIdentity
-	view    string               // ViewKey, computed by NewIdentity
+	servers *fnmatch.Patterns // compiled Servers, built by NewIdentity
+	view    string            // ViewKey, computed by NewIdentity
 }
 
 // NewIdentity returns an identity with its server filter compiled.
 func NewIdentity(name, kind string, scopes, servers []string) Identity {
 	id := Identity{Name: name, Kind: kind, Scopes: slices.Clone(scopes), Servers: slices.Clone(servers)}
 	if len(servers) > 0 {
-		id.servers = provider.NewToolPolicy(servers, nil)
+		p := fnmatch.Compile(servers)
+		id.servers = &p
 	}
 	id.view = id.viewKey()
 	return id
@@ -77,7 +78,7 @@ func (id Identity) MayReach(server string) bool {
 	if id.servers == nil { // built without NewIdentity: fail closed
 		return false
 	}
-	return id.servers.Allowed(server)
+	return id.servers.Match(server)
 }
 
 // ViewKey is equal for identities that Has and MayReach answer alike:
@@ -110,6 +111,10 @@ func (id Identity) viewKey() string {
 	return string(b)
 }
 
+// ctxKey carries the caller's identity from the endpoint's auth stage to
+// mcp-go's hooks, filters and tool handlers: mcp-go passes them the HTTP
+// request's context and nothing else. The call path takes it from there
+// into call.Request.Caller (relay.NewRequest) and passes it on explicitly.
 type ctxKey struct{}
 
 // WithIdentity returns ctx carrying id.
@@ -150,12 +155,17 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// KindForbidden is the wire kind (hangar_call's error_type) of a call
+// outside the caller's scopes or servers; provider.KindOf reads it from
+// ErrorKind, beside the provider's own kinds.
+const KindForbidden = "forbidden"
+
 // ErrorKind is the refusal's kind as hangar_call reports it (error_type):
-// provider.KindForbidden for a scope or server, else how it was refused.
+// KindForbidden for a scope or server, else how it was refused.
 func (e *Error) ErrorKind() string {
 	switch e.Code {
 	case CodeInsufficientScope:
-		return provider.KindForbidden
+		return KindForbidden
 	case CodeRateLimited:
 		return "rate_limited"
 	}

@@ -182,8 +182,8 @@ func (b *containerBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error
 	return b.conn.ListTools(ctx)
 }
 
-func (b *containerBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	return b.conn.CallTool(ctx, name, args)
+func (b *containerBackend) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
+	return b.conn.CallTool(ctx, name, args, o)
 }
 
 func (b *containerBackend) Done() <-chan struct{} { return b.c.Done() }

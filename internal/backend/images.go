@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -109,16 +110,18 @@ var _ provider.Preparer = (*Launcher)(nil)
 
 // Prepare implements provider.Preparer: docker servers that create their
 // own container go through the image gate.
-func (l *Launcher) Prepare(ctx context.Context, s *config.Server) error {
+func (l *Launcher) Prepare(ctx context.Context, s *config.Server, progress call.Progress) error {
 	if l.Images == nil || s.Mode != config.ModeDocker || s.AttachContainer != "" || s.Image == "" {
 		return nil
 	}
-	_, err := l.Images.Check(ctx, s)
+	_, err := l.Images.Check(ctx, s, progress)
 	return err
 }
 
-// Check makes s's image ready to run, or says why it may not.
-func (g *ImageGate) Check(ctx context.Context, s *config.Server) (dockerrt.Resolved, error) {
+// Check makes s's image ready to run, or says why it may not. A pull is
+// reported to progress (the call that caused the start) as well as to
+// hangar_status.
+func (g *ImageGate) Check(ctx context.Context, s *config.Server, progress call.Progress) (dockerrt.Resolved, error) {
 	creds, err := serverCreds(s)
 	if err != nil {
 		return dockerrt.Resolved{}, err
@@ -130,11 +133,11 @@ func (g *ImageGate) Check(ctx context.Context, s *config.Server) (dockerrt.Resol
 		Creds:   creds,
 		Allowed: global.AllowedRegistries,
 	}
-	notify := ProgressNotifier(ctx)
+	wanted := progress.Wanted()
 	req.OnProgress = func(p dockerrt.Progress) {
 		g.setPulling(s.ID, p)
-		if notify != nil {
-			notify(p)
+		if wanted {
+			progress.Send(PullProgressParams(progress.Token, p))
 		}
 	}
 	res, err := g.Engine.Ensure(ctx, req)

@@ -23,6 +23,7 @@ import (
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -181,7 +182,7 @@ func TestDigestPin(t *testing.T) {
 			s.PinDigest = tt.pinDigest
 			s.Pull = config.PullAlways
 
-			res, err := g.Check(t.Context(), s)
+			res, err := g.Check(t.Context(), s, call.Progress{})
 			if err != nil {
 				t.Fatalf("first start: %v", err)
 			}
@@ -192,13 +193,13 @@ func TestDigestPin(t *testing.T) {
 				t.Fatalf("digest recorded = %v, want %v", err == nil, tt.wantPinned)
 			}
 			// Same digest again: fine.
-			if _, err := g.Check(t.Context(), s); err != nil {
+			if _, err := g.Check(t.Context(), s, call.Progress{}); err != nil {
 				t.Fatalf("second start, same image: %v", err)
 			}
 
 			// The tag moves.
 			e.remote[ref] = img(idB, digestB)
-			_, err = g.Check(t.Context(), s)
+			_, err = g.Check(t.Context(), s, call.Progress{})
 			if !tt.wantPinned {
 				if err != nil {
 					t.Fatalf("unpinned server refused a moved tag: %v", err)
@@ -230,11 +231,11 @@ func TestApproveAcceptsTheNewImage(t *testing.T) {
 	g, p, _ := newGate(t, e)
 	s := dockerServer("math", config.OriginRegistry)
 	s.Pull = config.PullAlways
-	if _, err := g.Check(t.Context(), s); err != nil {
+	if _, err := g.Check(t.Context(), s, call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	e.remote[ref] = img(idB, digestB)
-	if _, err := g.Check(t.Context(), s); err == nil {
+	if _, err := g.Check(t.Context(), s, call.Progress{}); err == nil {
 		t.Fatal("moved tag accepted")
 	}
 	if err := g.Approve(t.Context(), s); err != nil {
@@ -243,7 +244,7 @@ func TestApproveAcceptsTheNewImage(t *testing.T) {
 	if d, _ := p.ImageDigest(t.Context(), "math"); d.Digest != digestB {
 		t.Errorf("approved digest %s, want %s", d.Digest, digestB)
 	}
-	if _, err := g.Check(t.Context(), s); err != nil {
+	if _, err := g.Check(t.Context(), s, call.Progress{}); err != nil {
 		t.Fatalf("after approval: %v", err)
 	}
 	// Approving a server whose image is not on the engine clears the
@@ -267,11 +268,11 @@ func TestDigestPinLocalThenPushed(t *testing.T) {
 	e.local[ref] = image.InspectResponse{ID: idA}
 	g, _, _ := newGate(t, e)
 	s := dockerServer("math", config.OriginRegistry)
-	if _, err := g.Check(t.Context(), s); err != nil {
+	if _, err := g.Check(t.Context(), s, call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	e.local[ref] = img(idA, digestA)
-	if _, err := g.Check(t.Context(), s); err != nil {
+	if _, err := g.Check(t.Context(), s, call.Progress{}); err != nil {
 		t.Fatalf("same image with a repo digest now: %v", err)
 	}
 }
@@ -312,7 +313,7 @@ func TestSignatureGate(t *testing.T) {
 				g.Verifier = tt.verifier
 			}
 			g.Global.Verify = &config.Verify{PublicKey: "/keys/cosign.pub"}
-			_, err := g.Check(t.Context(), dockerServer("math", ""))
+			_, err := g.Check(t.Context(), dockerServer("math", ""), call.Progress{})
 			if tt.wantErr {
 				var re *RefusedError
 				if !errors.As(err, &re) || re.Reason != ReasonSignatureInvalid {
@@ -327,7 +328,7 @@ func TestSignatureGate(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Verified once per digest, not at every start.
-			if _, err := g.Check(t.Context(), dockerServer("math", "")); err != nil {
+			if _, err := g.Check(t.Context(), dockerServer("math", ""), call.Progress{}); err != nil {
 				t.Fatal(err)
 			}
 			if tt.verifier.calls != 1 {
@@ -359,7 +360,7 @@ func TestStatusShowsDigest(t *testing.T) {
 	e := newEngine()
 	e.remote[ref] = img(idA, digestA)
 	g, _, _ := newGate(t, e)
-	if _, err := g.Check(t.Context(), dockerServer("math", "")); err != nil {
+	if _, err := g.Check(t.Context(), dockerServer("math", ""), call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	st := g.Status("math")
@@ -380,11 +381,17 @@ func TestProgressNotifications(t *testing.T) {
 	e.remote[ref] = img(idA, digestA)
 	g, _, _ := newGate(t, e)
 
-	srv := server.NewMCPServer("t", "1", server.WithToolHandlerMiddleware(ProgressTokenMiddleware))
-	srv.AddTool(mcp.NewTool("start"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	srv := server.NewMCPServer("t", "1")
+	srv.AddTool(mcp.NewTool("start"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s := dockerServer("math", "")
 		s.Pull = config.PullAlways
-		if _, err := g.Check(ctx, s); err != nil {
+		var progress call.Progress
+		if req.Params.Meta != nil {
+			progress = call.Progress{Token: req.Params.Meta.ProgressToken, Send: func(params map[string]any) {
+				_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
+			}}
+		}
+		if _, err := g.Check(ctx, s, progress); err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		return mcp.NewToolResultText("ok"), nil
@@ -508,20 +515,20 @@ func TestGateFollowsReloadedSettings(t *testing.T) {
 	cur := config.Images{AllowedRegistries: []string{"ghcr.io"}}
 	g.Settings = func() config.Images { mu.Lock(); defer mu.Unlock(); return cur }
 
-	_, err := g.Check(t.Context(), dockerServer("math", ""))
+	_, err := g.Check(t.Context(), dockerServer("math", ""), call.Progress{})
 	if !errors.Is(err, dockerrt.ErrImageNotAllowed) || e.pulls != 0 {
 		t.Fatalf("image from a registry not allowed: %v (pulls %d)", err, e.pulls)
 	}
 	mu.Lock()
 	cur = config.Images{AllowedRegistries: []string{"127.0.0.1:*"}, Pull: config.PullNever}
 	mu.Unlock()
-	if _, err := g.Check(t.Context(), dockerServer("math", "")); !errors.Is(err, dockerrt.ErrPullNever) {
+	if _, err := g.Check(t.Context(), dockerServer("math", ""), call.Progress{}); !errors.Is(err, dockerrt.ErrPullNever) {
 		t.Fatalf("after reload with pull never: %v", err)
 	}
 	mu.Lock()
 	cur.Pull = config.PullIfNotPresent
 	mu.Unlock()
-	if _, err := g.Check(t.Context(), dockerServer("math", "")); err != nil || e.pulls != 1 {
+	if _, err := g.Check(t.Context(), dockerServer("math", ""), call.Progress{}); err != nil || e.pulls != 1 {
 		t.Fatalf("after reload allowing it: %v (pulls %d)", err, e.pulls)
 	}
 }

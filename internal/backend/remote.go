@@ -44,8 +44,8 @@ func (b *remoteBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {
 	return tools, hideEndpoint(err)
 }
 
-func (b *remoteBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	res, err := b.conn.CallTool(ctx, name, args)
+func (b *remoteBackend) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
+	res, err := b.conn.CallTool(ctx, name, args, o)
 	return res, hideEndpoint(err)
 }
 

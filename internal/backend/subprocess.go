@@ -105,8 +105,8 @@ func (b *processBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) 
 	return b.conn.ListTools(ctx)
 }
 
-func (b *processBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	return b.conn.CallTool(ctx, name, args)
+func (b *processBackend) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
+	return b.conn.CallTool(ctx, name, args, o)
 }
 
 func (b *processBackend) Done() <-chan struct{} { return b.done }

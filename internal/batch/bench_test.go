@@ -9,20 +9,22 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/call"
 )
 
 // Benchmarks of hangar_call's own work per call (go test -bench . -benchmem).
 
 // BenchmarkRunOneCall is a batch of one call whose provider answers "3".
 func BenchmarkRunOneCall(b *testing.B) {
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return text("3"), nil
 	}}
 	e := newExecutor(f, DefaultLimits(), NewCache(time.Minute, 1<<20))
 	req := Request{Calls: []Call{{Server: "math", Tool: "add", Arguments: map[string]any{"a": 1, "b": 2}}}, MaxConcurrency: 10, Timeout: time.Minute, MaxAttempts: 1}
 	b.ReportAllocs()
 	for b.Loop() {
-		if r := e.Run(b.Context(), req); !r.Success {
+		if r := e.Run(b.Context(), nil, req); !r.Success {
 			b.Fatal(r)
 		}
 	}

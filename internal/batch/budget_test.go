@@ -9,8 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
-	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // However a group fails over inside an invocation, one entry makes at most
@@ -26,16 +26,16 @@ func maxAttemptsBound(t *testing.T) {
 		var memberCalls atomic.Int64
 		crash := &provider.Error{Kind: provider.KindCrashed, ID: "g", Detail: "exit 1"}
 		// A group that fails over once per invocation when allowed.
-		f := &fakeInvoker{handle: func(ctx context.Context, _, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
+		f := &fakeInvoker{handle: func(_ context.Context, rq *call.Request, _, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
 			memberCalls.Add(1)
-			if retry.Take(ctx) {
+			if rq.Take() {
 				memberCalls.Add(1)
 			}
 			return nil, crash
 		}}
 		req := request(1, 1, time.Minute)
 		req.MaxAttempts = maxAttempts
-		r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req).Results[0]
+		r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req).Results[0]
 		if got := int(memberCalls.Load()); got != maxAttempts {
 			t.Errorf("max_attempts %d: %d member calls, want exactly %d", maxAttempts, got, maxAttempts)
 		}

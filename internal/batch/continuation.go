@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/forward"
 )
 
@@ -96,6 +97,20 @@ func (c *Cache) OnDisk(n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.dir != "" && n >= diskMin
+}
+
+// NewCacheFor is the continuation store the config's batch section sizes
+// (10 minutes and 256 MiB where it says nothing); its bound and TTL take
+// effect at start, not on reload.
+func NewCacheFor(b config.Batch) *Cache {
+	ttl, size := 10*time.Minute, 256<<20
+	if b.ContinuationTTL > 0 {
+		ttl = b.ContinuationTTL
+	}
+	if b.MaxContinuationBytes > 0 {
+		size = b.MaxContinuationBytes
+	}
+	return NewCache(ttl, size)
 }
 
 // NewCache keeps entries for ttl, at most maxBytes in all.

@@ -16,12 +16,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
-// Invoker calls one tool on one server (or group) by ID.
-type Invoker func(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+// Invoker calls one tool on one server (or group) by ID, for rq: the
+// hangar_call's request with the entry's attempt budget.
+type Invoker func(ctx context.Context, rq *call.Request, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
 
 // Result of one call, as hangar_call reports it.
 type Result struct {
@@ -81,11 +83,13 @@ func Invalid(errs []ValidationError) Response {
 	return Response{BatchID: "batch-" + randomHex(8), Total: 0, ValidationErrors: errs}
 }
 
-// Run executes a validated request. Results keep the order of the calls.
-func (e *Executor) Run(ctx context.Context, req Request) Response {
+// Run executes a validated request for the hangar_call rq (its caller owns
+// the continuations; nil: a local caller). Results keep the order of the
+// calls.
+func (e *Executor) Run(ctx context.Context, rq *call.Request, req Request) Response {
 	began := time.Now()
 	resp := Response{BatchID: "batch-" + randomHex(8), Total: len(req.Calls), Results: make([]Result, len(req.Calls))}
-	owner := OwnerOf(ctx)
+	owner := OwnerOf(rq.CallerOr())
 
 	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
@@ -93,7 +97,7 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 		// The common case, a batch of one: no worker group, no fail-fast
 		// context (there is nothing left to stop), no size accounting
 		// shared between workers.
-		r := e.runOne(ctx, e.callLog(resp.BatchID), req.Calls[0], req.MaxAttempts)
+		r := e.runOne(ctx, rq, e.callLog(resp.BatchID), req.Calls[0], req.MaxAttempts)
 		if r.Success {
 			e.fit(owner, &r, e.Limits.MaxTotalRespBytes)
 		}
@@ -110,7 +114,7 @@ func (e *Executor) Run(ctx context.Context, req Request) Response {
 	total := 0
 	for i, c := range req.Calls {
 		g.Go(func() error {
-			r := e.runOne(runCtx, e.callLog(resp.BatchID), c, req.MaxAttempts)
+			r := e.runOne(runCtx, rq, e.callLog(resp.BatchID), c, req.MaxAttempts)
 			r.Index = i
 			if r.Success {
 				sizeMu.Lock()
@@ -171,18 +175,19 @@ func retryable(err error) bool {
 }
 
 // runOne runs one entry with up to maxAttempts member calls: the budget
-// in its context is shared with a group's failover (retry.Take), and the
-// waits between attempts are retry.Call's.
-func (e *Executor) runOne(ctx context.Context, log *callLog, c Call, maxAttempts int) Result {
+// its request carries is shared with a group's failover (call.Request.Take),
+// and the waits between attempts are retry.Call's.
+func (e *Executor) runOne(ctx context.Context, rq *call.Request, log *callLog, c Call, maxAttempts int) Result {
 	began := time.Now()
 	if err := ctx.Err(); err != nil {
 		return e.finish(failed(ErrTypeCancelled, cancelReason(ctx)), log.callID, maxAttempts, 0, began)
 	}
-	ctx, budget := retry.WithBudget(ctx, maxAttempts)
+	budget := retry.NewBudget(maxAttempts)
+	rq = rq.WithBudget(budget)
 	if maxAttempts == 1 {
 		// One attempt: no retry loop, no backoff to build.
 		budget.Take()
-		r, _ := e.attempt(ctx, log, c, budget)
+		r, _ := e.attempt(ctx, rq, log, c)
 		return e.finish(r, log.callID, maxAttempts, budget.Used(), began)
 	}
 	var r Result
@@ -192,7 +197,7 @@ func (e *Executor) runOne(ctx context.Context, log *callLog, c Call, maxAttempts
 			return struct{}{}, backoff.Permanent(errBudgetSpent)
 		}
 		var err error
-		if r, err = e.attempt(ctx, log, c, budget); err != nil && !retryable(err) {
+		if r, err = e.attempt(ctx, rq, log, c); err != nil && !retryable(err) {
 			return struct{}{}, backoff.Permanent(err)
 		}
 		return struct{}{}, err
@@ -203,17 +208,17 @@ func (e *Executor) runOne(ctx context.Context, log *callLog, c Call, maxAttempts
 
 // attempt is one member call of an entry; err is the call's failure (the
 // result then says so), nil when the provider answered.
-func (e *Executor) attempt(ctx context.Context, log *callLog, c Call, budget *retry.Budget) (Result, error) {
+func (e *Executor) attempt(ctx context.Context, rq *call.Request, log *callLog, c Call) (Result, error) {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if c.Timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, c.Timeout)
 	}
-	res, err := e.Invoke(cctx, c.Server, c.Tool, c.Arguments)
+	res, err := e.Invoke(cctx, rq, c.Server, c.Tool, c.Arguments)
 	cancel()
 	if err == nil {
 		return fromResultLimit(res, e.Limits.MaxResponseBytes), nil
 	}
-	log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", budget.Used(), "error", err)
+	log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", rq.Budget.Used(), "error", err)
 	return failed(provider.KindOf(err), err.Error()), err
 }
 

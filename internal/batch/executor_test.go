@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -24,7 +25,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // fakeInvoker answers calls by tool name through its handler and records
 // what it saw.
 type fakeInvoker struct {
-	handle func(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
+	handle func(ctx context.Context, rq *call.Request, server, tool string, args map[string]any) (*mcp.CallToolResult, error)
 
 	mu       sync.Mutex
 	seen     []string // "server/tool" in invocation order
@@ -33,7 +34,7 @@ type fakeInvoker struct {
 	calls    atomic.Int64
 }
 
-func (f *fakeInvoker) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+func (f *fakeInvoker) invoke(ctx context.Context, rq *call.Request, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	f.seen = append(f.seen, server+"/"+tool)
@@ -45,7 +46,7 @@ func (f *fakeInvoker) invoke(ctx context.Context, server, tool string, args map[
 		f.inflight--
 		f.mu.Unlock()
 	}()
-	return f.handle(ctx, server, tool, args)
+	return f.handle(ctx, rq, server, tool, args)
 }
 
 func newExecutor(f *fakeInvoker, lim Limits, cache *Cache) *Executor {
@@ -71,13 +72,13 @@ func request(n int, conc int, timeout time.Duration) Request {
 func TestRunKeepsOrderAndBoundsConcurrency(t *testing.T) {
 	t.Parallel()
 	const n = 12
-	f := &fakeInvoker{handle: func(ctx context.Context, _, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(ctx context.Context, _ *call.Request, _, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 		i := args["i"].(int)
 		time.Sleep(time.Duration(n-i) * 2 * time.Millisecond) // later calls finish first
 		return text(fmt.Sprintf(`{"i":%d,"tool":%q}`, i, tool)), nil
 	}}
 	e := newExecutor(f, DefaultLimits(), NewCache(time.Minute, 1<<20))
-	resp := e.Run(t.Context(), request(n, 3, 10*time.Second))
+	resp := e.Run(t.Context(), nil, request(n, 3, 10*time.Second))
 
 	if resp.Total != n || resp.Succeeded != n || resp.Failed != 0 || !resp.Success {
 		t.Fatalf("response = %+v", resp)
@@ -188,7 +189,7 @@ func TestFailFast(t *testing.T) {
 	t.Parallel()
 	t.Run("queued calls are cancelled", func(t *testing.T) {
 		t.Parallel()
-		f := &fakeInvoker{handle: func(_ context.Context, _, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		f := &fakeInvoker{handle: func(_ context.Context, _ *call.Request, _, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
 			if tool == "t0" {
 				return nil, provider.Errorf(provider.KindToolNotAllowed, "s.t0", "blocked")
 			}
@@ -196,7 +197,7 @@ func TestFailFast(t *testing.T) {
 		}}
 		req := request(4, 1, 10*time.Second)
 		req.FailFast = true
-		resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req)
+		resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req)
 		if got := f.calls.Load(); got != 1 {
 			t.Errorf("invocations = %d, want 1", got)
 		}
@@ -215,7 +216,7 @@ func TestFailFast(t *testing.T) {
 	t.Run("running calls are cancelled", func(t *testing.T) {
 		t.Parallel()
 		started := make(chan struct{}, 3)
-		f := &fakeInvoker{handle: func(ctx context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		f := &fakeInvoker{handle: func(ctx context.Context, _ *call.Request, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
 			if tool == "t0" {
 				for range 3 {
 					<-started
@@ -228,7 +229,7 @@ func TestFailFast(t *testing.T) {
 		req := request(4, 4, 10*time.Second)
 		req.FailFast = true
 		began := time.Now()
-		resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req)
+		resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req)
 		if d := time.Since(began); d > 5*time.Second {
 			t.Errorf("fail_fast batch took %v", d)
 		}
@@ -241,13 +242,13 @@ func TestFailFast(t *testing.T) {
 	})
 	t.Run("without fail_fast the others run", func(t *testing.T) {
 		t.Parallel()
-		f := &fakeInvoker{handle: func(_ context.Context, _, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+		f := &fakeInvoker{handle: func(_ context.Context, _ *call.Request, _, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
 			if tool == "t0" {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.NewTextContent("nope")}}, nil
 			}
 			return text("1"), nil
 		}}
-		resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), request(4, 1, 10*time.Second))
+		resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, request(4, 1, 10*time.Second))
 		if resp.Succeeded != 3 || resp.Failed != 1 || resp.Success {
 			t.Errorf("response = %+v", resp)
 		}
@@ -260,7 +261,7 @@ func TestFailFast(t *testing.T) {
 func TestPerCallTimeout(t *testing.T) {
 	t.Parallel()
 	var deadline atomic.Value
-	f := &fakeInvoker{handle: func(ctx context.Context, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(ctx context.Context, _ *call.Request, server, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
 		if tool == "slow" {
 			d, _ := ctx.Deadline()
 			deadline.Store(d)
@@ -273,7 +274,7 @@ func TestPerCallTimeout(t *testing.T) {
 		{Server: "s", Tool: "fast"},
 	}}
 	began := time.Now()
-	resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req)
+	resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req)
 	if d := time.Since(began); d > 3*time.Second {
 		t.Errorf("batch took %v; the per-call timeout did not apply", d)
 	}
@@ -290,12 +291,12 @@ func TestPerCallTimeout(t *testing.T) {
 
 func TestBatchTimeout(t *testing.T) {
 	t.Parallel()
-	f := &fakeInvoker{handle: func(ctx context.Context, server, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(ctx context.Context, _ *call.Request, server, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
 		return waitCtx(ctx, server)
 	}}
 	req := request(3, 1, 100*time.Millisecond)
 	began := time.Now()
-	resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req)
+	resp := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req)
 	if d := time.Since(began); d > 3*time.Second {
 		t.Errorf("batch took %v, timeout 100ms", d)
 	}
@@ -317,7 +318,7 @@ func TestBatchTimeout(t *testing.T) {
 
 func TestCallerCancelsBatch(t *testing.T) {
 	t.Parallel()
-	f := &fakeInvoker{handle: func(ctx context.Context, server, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(ctx context.Context, _ *call.Request, server, _ string, _ map[string]any) (*mcp.CallToolResult, error) {
 		return waitCtx(ctx, server)
 	}}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -326,7 +327,7 @@ func TestCallerCancelsBatch(t *testing.T) {
 		cancel()
 	}()
 	began := time.Now()
-	resp := newExecutor(f, DefaultLimits(), nil).Run(ctx, request(2, 1, 10*time.Second))
+	resp := newExecutor(f, DefaultLimits(), nil).Run(ctx, nil, request(2, 1, 10*time.Second))
 	if d := time.Since(began); d > 3*time.Second {
 		t.Errorf("cancelled batch took %v", d)
 	}
@@ -364,7 +365,7 @@ func TestRetries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var n atomic.Int64
-			f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+			f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 				if int(n.Add(1)) <= tt.failures {
 					return nil, tt.err
 				}
@@ -372,7 +373,7 @@ func TestRetries(t *testing.T) {
 			}}
 			req := request(1, 1, 10*time.Second)
 			req.MaxAttempts = tt.maxAttempts
-			r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req).Results[0]
+			r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req).Results[0]
 			if got := int(n.Load()); got != tt.wantAttempts {
 				t.Errorf("invocations = %d, want %d", got, tt.wantAttempts)
 			}
@@ -401,12 +402,12 @@ func TestRetries(t *testing.T) {
 
 func TestToolErrorIsNotRetried(t *testing.T) {
 	t.Parallel()
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultError("invalid argument"), nil
 	}}
 	req := request(1, 1, 10*time.Second)
 	req.MaxAttempts = 5
-	r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req).Results[0]
+	r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req).Results[0]
 	if f.calls.Load() != 1 || r.Success || *r.ErrorType != provider.KindToolError || *r.Error != "invalid argument" {
 		t.Errorf("result = %+v after %d calls", r, f.calls.Load())
 	}
@@ -421,12 +422,12 @@ func TestToolErrorIsNotRetried(t *testing.T) {
 // call could run", although the call did run.
 func TestRetryCutByBatchTimeout(t *testing.T) {
 	t.Parallel()
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return nil, &provider.Error{Kind: provider.KindCrashed, ID: "s", Detail: "exit 1"}
 	}}
 	req := request(1, 1, 200*time.Millisecond) // attempts at 0 and 100ms; the wait until 300ms is cut
 	req.MaxAttempts = 5
-	r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), req).Results[0]
+	r := newExecutor(f, DefaultLimits(), nil).Run(t.Context(), nil, req).Results[0]
 	made := int(f.calls.Load())
 	if made < 1 || made > 2 {
 		t.Fatalf("invocations = %d, want 2", made)
@@ -451,7 +452,7 @@ func TestTruncation(t *testing.T) {
 	big := strings.Repeat("abcdefghij", 25) // 250 bytes
 	obj := map[string]any{"data": strings.Repeat("x", 200)}
 	objJSON, _ := json.Marshal(obj)
-	f := &fakeInvoker{handle: func(_ context.Context, _, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(_ context.Context, _ *call.Request, _, tool string, _ map[string]any) (*mcp.CallToolResult, error) {
 		switch tool {
 		case "t0":
 			return text(big), nil
@@ -465,7 +466,7 @@ func TestTruncation(t *testing.T) {
 	lim := DefaultLimits()
 	lim.MaxResponseBytes = 101
 	cache := NewCache(time.Minute, 1<<20)
-	resp := newExecutor(f, lim, cache).Run(t.Context(), request(4, 1, 10*time.Second))
+	resp := newExecutor(f, lim, cache).Run(t.Context(), nil, request(4, 1, 10*time.Second))
 
 	r := resp.Results[0]
 	if !r.Success || !r.Truncated || r.TotalSizeBytes != 250 || r.Result != big[:101] {
@@ -504,12 +505,12 @@ func TestTruncation(t *testing.T) {
 func TestTruncationNeedsCache(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("z", 500)
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return text(big), nil
 	}}
 	lim := DefaultLimits()
 	lim.MaxResponseBytes = 10
-	r := newExecutor(f, lim, nil).Run(t.Context(), request(1, 1, 10*time.Second)).Results[0]
+	r := newExecutor(f, lim, nil).Run(t.Context(), nil, request(1, 1, 10*time.Second)).Results[0]
 	if r.Truncated || r.Result != big {
 		t.Errorf("without a cache the result must be returned whole: truncated %v, %d bytes", r.Truncated, len(fmt.Sprint(r.Result)))
 	}
@@ -518,7 +519,7 @@ func TestTruncationNeedsCache(t *testing.T) {
 func TestTotalResponseSizeCap(t *testing.T) {
 	t.Parallel()
 	payload := strings.Repeat("p", 2000)
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return text(payload), nil
 	}}
 	lim := DefaultLimits()
@@ -526,7 +527,7 @@ func TestTotalResponseSizeCap(t *testing.T) {
 	lim.MaxTotalRespBytes = 3000
 	cache := NewCache(time.Minute, 1<<20)
 	// One at a time, so the order in which the budget is spent is known.
-	resp := newExecutor(f, lim, cache).Run(t.Context(), request(3, 1, 10*time.Second))
+	resp := newExecutor(f, lim, cache).Run(t.Context(), nil, request(3, 1, 10*time.Second))
 
 	if r := resp.Results[0]; r.Truncated || r.Result != payload {
 		t.Errorf("first result (within the total) truncated: %+v", r.Truncated)
@@ -592,13 +593,13 @@ func TestInvalidResponse(t *testing.T) {
 
 func TestTruncationWhenTheStoreIsFull(t *testing.T) {
 	t.Parallel()
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return text(strings.Repeat("q", 300)), nil
 	}}
 	lim := DefaultLimits()
 	lim.MaxResponseBytes = 100
 	cache := NewCache(time.Minute, 500) // room for one 300-byte result
-	resp := newExecutor(f, lim, cache).Run(t.Context(), request(2, 1, 10*time.Second))
+	resp := newExecutor(f, lim, cache).Run(t.Context(), nil, request(2, 1, 10*time.Second))
 
 	if r := resp.Results[0]; !r.Success || !r.Truncated || r.ContinuationID == "" {
 		t.Errorf("first result should fit the store: %+v", r)
@@ -621,13 +622,13 @@ func TestBigJSONTextIsNotDecoded(t *testing.T) {
 	// Spaces and key order a decode-and-encode would change: over the
 	// limit, the continuation keeps the provider's text as it was.
 	raw := `{"b": 1, "a": [` + strings.Repeat(`1, `, 100) + `2]}`
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return text(raw), nil
 	}}
 	lim := DefaultLimits()
 	lim.MaxResponseBytes = 50
 	cache := NewCache(time.Minute, 1<<20)
-	r := newExecutor(f, lim, cache).Run(t.Context(), request(1, 1, 10*time.Second)).Results[0]
+	r := newExecutor(f, lim, cache).Run(t.Context(), nil, request(1, 1, 10*time.Second)).Results[0]
 	if data, _ := cache.Get(localOwner, r.ContinuationID); data != raw {
 		t.Errorf("continuation = %.80q, want the provider's text", data)
 	}

@@ -1,8 +1,6 @@
 package batch
 
 import (
-	"context"
-
 	"github.com/mcp-hangar/hangar/internal/auth"
 )
 
@@ -15,13 +13,8 @@ type Owner struct {
 	Name string
 }
 
-// OwnerOf is the owner for the caller ctx carries. A context without an
-// identity is an in-process caller, treated as the local identity exactly as
-// the gateway's tool handlers treat it.
-func OwnerOf(ctx context.Context) Owner {
-	id, ok := auth.FromContext(ctx)
-	if !ok {
-		id = auth.Local(auth.KindLocal)
-	}
+// OwnerOf is the owner for the caller id (auth.Caller of a request: an
+// in-process caller is the local identity).
+func OwnerOf(id auth.Identity) Owner {
 	return Owner{Kind: id.Kind, Name: id.Name}
 }

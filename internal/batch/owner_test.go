@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/call"
 )
 
 // me is the owner the single-owner cache tests use.
@@ -21,18 +22,18 @@ func TestOwnerOf(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		ctx  context.Context
+		id   auth.Identity
 		want Owner
 	}{
-		{"no identity is the local caller", context.Background(), localOwner},
-		{"token", auth.WithIdentity(context.Background(), auth.NewIdentity("agent", auth.KindToken, nil, nil)), Owner{auth.KindToken, "agent"}},
-		{"jwt subject", auth.WithIdentity(context.Background(), auth.NewIdentity("agent", auth.KindJWT, nil, nil)), Owner{auth.KindJWT, "agent"}},
-		{"anonymous", auth.WithIdentity(context.Background(), auth.NewIdentity(auth.KindAnonymous, auth.KindAnonymous, nil, nil)), Owner{auth.KindAnonymous, auth.KindAnonymous}},
+		{"no identity is the local caller", (*call.Request)(nil).CallerOr(), localOwner},
+		{"token", auth.NewIdentity("agent", auth.KindToken, nil, nil), Owner{auth.KindToken, "agent"}},
+		{"jwt subject", auth.NewIdentity("agent", auth.KindJWT, nil, nil), Owner{auth.KindJWT, "agent"}},
+		{"anonymous", auth.NewIdentity(auth.KindAnonymous, auth.KindAnonymous, nil, nil), Owner{auth.KindAnonymous, auth.KindAnonymous}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := OwnerOf(tt.ctx); got != tt.want {
+			if got := OwnerOf(tt.id); got != tt.want {
 				t.Errorf("OwnerOf = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -80,14 +81,14 @@ func TestCacheBindsContinuationToOwner(t *testing.T) {
 func TestTruncatedResultBelongsToCaller(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("b", 300)
-	f := &fakeInvoker{handle: func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+	f := &fakeInvoker{handle: func(context.Context, *call.Request, string, string, map[string]any) (*mcp.CallToolResult, error) {
 		return text(big), nil
 	}}
 	lim := DefaultLimits()
 	lim.MaxResponseBytes = 100
 	cache := NewCache(time.Minute, 1<<20)
-	ctx := auth.WithIdentity(t.Context(), auth.NewIdentity("alice", auth.KindToken, []string{auth.ScopeCall}, nil))
-	r := newExecutor(f, lim, cache).Run(ctx, request(1, 1, 10*time.Second)).Results[0]
+	rq := &call.Request{Caller: auth.NewIdentity("alice", auth.KindToken, []string{auth.ScopeCall}, nil)}
+	r := newExecutor(f, lim, cache).Run(t.Context(), rq, request(1, 1, 10*time.Second)).Results[0]
 	if !r.Truncated || r.ContinuationID == "" {
 		t.Fatalf("result not truncated: %+v", r)
 	}

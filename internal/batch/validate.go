@@ -1,12 +1,18 @@
 // Package batch runs hangar_call: validation, parallel execution with
 // per-batch and per-call timeouts, retries, fail-fast, and truncation of
-// large results into the continuation cache.
+// large results into the continuation cache. In the data flow it sits
+// between the hangar_call tool (internal/gateway) and the call path
+// (Invoker: the gateway's callServer), each entry with its own attempt
+// budget in its call.Request; its limits come from the config's batch
+// section (LimitsFor, NewCacheFor).
 package batch
 
 import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/mcp-hangar/hangar/internal/config"
 )
 
 // Limits are the batch section of the config.
@@ -27,6 +33,32 @@ func DefaultLimits() Limits {
 		MaxCalls: 100, MaxConcurrency: 50, DefaultTimeout: 60 * time.Second, MaxTimeout: 300 * time.Second,
 		MaxResponseBytes: 10 << 20, MaxTotalRespBytes: 50 << 20, DefaultConcurrency: 10, MaxAttempts: 10,
 	}
+}
+
+// LimitsFor are the limits the config's batch section sets, seed 001's
+// where it sets none.
+func LimitsFor(b config.Batch) Limits {
+	l := DefaultLimits()
+	if b.MaxCalls > 0 {
+		l.MaxCalls = b.MaxCalls
+	}
+	if b.MaxConcurrency > 0 {
+		l.MaxConcurrency = b.MaxConcurrency
+	}
+	if b.DefaultTimeout > 0 {
+		l.DefaultTimeout = b.DefaultTimeout
+	}
+	if b.MaxTimeout > 0 {
+		l.MaxTimeout = b.MaxTimeout
+	}
+	if b.MaxResponseSizeBytes > 0 {
+		l.MaxResponseBytes = b.MaxResponseSizeBytes
+	}
+	if b.MaxTotalResponseSizeByte > 0 {
+		l.MaxTotalRespBytes = b.MaxTotalResponseSizeByte
+	}
+	l.DefaultConcurrency = min(l.DefaultConcurrency, l.MaxConcurrency)
+	return l
 }
 
 // Call is one validated call of a batch.

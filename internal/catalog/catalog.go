@@ -152,6 +152,26 @@ func (c *Catalog) Publish(ctx context.Context, src Source, specs []*config.Serve
 	return c.PublishSets(ctx, Publication{Sets: map[Source][]*config.Server{src: specs}, Reason: reason})
 }
 
+// PublishConfig publishes cfg's servers (source config) and groups with
+// their members (source group) as one batch; reason is the stop reason of
+// what it removes or replaces.
+func (c *Catalog) PublishConfig(ctx context.Context, cfg *config.Config, reason string, graceful bool) Batch {
+	var servers, groups []*config.Server
+	for _, id := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		s := cfg.Servers[id]
+		if s.Mode == config.ModeGroup {
+			groups = append(groups, s)
+		} else {
+			servers = append(servers, s)
+		}
+	}
+	return c.PublishSets(ctx, Publication{
+		Sets:     map[Source][]*config.Server{SourceConfig: servers, SourceGroup: groups},
+		Reason:   reason,
+		Graceful: graceful,
+	})
+}
+
 // PublishSets applies a Publication: several sources at once, one batch.
 func (c *Catalog) PublishSets(ctx context.Context, p Publication) Batch {
 	c.mu.Lock()

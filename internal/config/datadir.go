@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,4 +66,16 @@ func DefaultDataDir(instance string) (string, error) {
 		base = filepath.Join(home, ".local", "state")
 	}
 	return filepath.Join(base, "hangar", instance), nil
+}
+
+// KeepDataDir carries the data directory in use into a reloaded config:
+// the store stays open where it is, so a changed data_dir takes effect at
+// the next start, and says so on log.
+func KeepDataDir(log *slog.Logger, old, next *Config) {
+	if next.DataDir != "" && old.DataDir != "" {
+		if abs, err := filepath.Abs(next.DataDir); err != nil || abs != old.DataDir {
+			log.Warn("config reload: data_dir changes take effect at the next start", "in_use", old.DataDir, "configured", next.DataDir)
+		}
+	}
+	next.DataDir = old.DataDir
 }

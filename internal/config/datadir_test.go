@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,6 +44,33 @@ func TestResolveDataDir(t *testing.T) {
 			}
 			if err != nil || got != tt.want {
 				t.Errorf("ResolveDataDir = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeepDataDir(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, old, next string
+		warn            bool
+	}{
+		{"unset in the file", "/data", "", false},
+		{"same", "/data", "/data", false},
+		{"same, not clean", "/data", "/data/", false},
+		{"changed", "/data", "/elsewhere", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var logs bytes.Buffer
+			next := &Config{DataDir: tt.next}
+			KeepDataDir(slog.New(slog.NewTextHandler(&logs, nil)), &Config{DataDir: tt.old}, next)
+			if next.DataDir != tt.old {
+				t.Errorf("DataDir = %q, want the one in use %q", next.DataDir, tt.old)
+			}
+			if got := strings.Contains(logs.String(), "next start"); got != tt.warn {
+				t.Errorf("warned = %v, want %v: %s", got, tt.warn, logs.String())
 			}
 		})
 	}

@@ -1,10 +1,16 @@
 // Package dashboard is the gateway's web UI at /ui/. In the data flow it
 // is one of the read model's faces, beside the hangar_* tools and mcp/*:
 // every page is a server-rendered HTML fragment of a readmodel view.
-// Approve is a call of the hangar_approve tool through the gateway's MCP
-// server, so that it is authorized and audited on the same path as the
-// tool. Reject has no tool (seed 001's are fixed) and no mcp/* method
-// (seed 003 decides nothing about discovered servers): it calls the
+// Each candidate and server is offered the actions its state allows, as
+// the read model says (Candidate.Approvable/Rejectable, Details'): Approve
+// for a pending candidate the catalog would serve, a quarantined or
+// rejected one, a provider whose tools or image changed; Reject for a
+// pending candidate and an approved discovered one (its approval is
+// revoked). Approve is a call of the hangar_approve tool through the
+// gateway's MCP server, so that it is authorized and audited on the same
+// path as the tool. Reject has no tool (seed 001's are fixed) and no mcp/*
+// method (seed 003 decides nothing about discovered servers, nor has a
+// quarantine to release: releasing one is hangar_approve): it calls the
 // discovery service (Decisions) behind the same hangar:admin guard and
 // writes its own entry in the gateway's audit trail.
 //

@@ -52,7 +52,14 @@ func (f fakeViews) Servers(keep func(string) bool) []readmodel.Summary {
 }
 
 func (fakeViews) Details(_ context.Context, id string, _ int) *readmodel.Details {
-	if id != "math" {
+	switch id {
+	case "disc": // approved from discovery: its approval can be revoked
+		return &readmodel.Details{ID: id, Source: string(catalog.SourceDiscovery), Provider: true, Spec: &config.Server{ID: id}}
+	case "moved": // its image changed: quarantined until approved
+		return &readmodel.Details{ID: id, Source: string(catalog.SourceConfig), Provider: true, Spec: &config.Server{ID: id},
+			Quarantine: &provider.Quarantine{Reason: provider.ReasonImageChanged}}
+	case "math":
+	default:
 		return &readmodel.Details{ID: id}
 	}
 	return &readmodel.Details{
@@ -70,6 +77,10 @@ func (fakeViews) Candidates(keep func(string) bool) []readmodel.Candidate {
 	return []readmodel.Candidate{
 		{Name: "cand", Kind: readmodel.KindPending, Source: "docker", Reason: hostile},
 		{Name: "q", Kind: readmodel.KindQuarantined, Source: "docker", Reason: "rejected by operator admin"},
+		{Name: "taken", Kind: readmodel.KindPending, Status: discovery.StatusRefused, Source: "docker", Reason: "config serves it"},
+		{Name: "appr", Kind: readmodel.KindPending, Status: discovery.StatusRefused, Approved: true, Source: "docker", Reason: "config serves it"},
+		{Name: "chd", Kind: readmodel.KindChanged, Discovered: true, Reason: "tools_changed"},
+		{Name: "chc", Kind: readmodel.KindChanged, Reason: "image_changed"},
 	}
 }
 
@@ -308,16 +319,37 @@ func TestRejectAudited(t *testing.T) {
 	}
 }
 
-// Pending rows have Reject beside Approve; quarantined rows only Approve.
-func TestRejectButtons(t *testing.T) {
+// Each row and server page offers the actions its state allows: Approve
+// where an approval would act (pending, quarantined or rejected, changed),
+// Reject where a rejection would (pending, approved from discovery).
+func TestActionButtons(t *testing.T) {
 	t.Parallel()
 	e := newEndpoint(t, someServers)
-	_, body := e.do(t, "GET", "/ui/api/pending", readerTok)
-	if !strings.Contains(body, `data-approve="cand"`) || !strings.Contains(body, `data-reject="cand"`) {
-		t.Errorf("pending fragment lacks Approve and Reject for cand:\n%s", body)
+	_, pending := e.do(t, "GET", "/ui/api/pending", readerTok)
+	page := func(id string) string {
+		_, body := e.do(t, "GET", "/ui/api/server/"+id, readerTok)
+		return body
 	}
-	if strings.Contains(body, `data-reject="q"`) || !strings.Contains(body, `data-approve="q"`) {
-		t.Errorf("quarantined row: want Approve only:\n%s", body)
+	for _, tt := range []struct {
+		name, id, body  string
+		approve, reject bool
+	}{
+		{"pending candidate", "cand", pending, true, true},
+		{"quarantined (rejected) candidate: approve it", "q", pending, true, false},
+		{"candidate refused its name: approval cannot succeed", "taken", pending, false, true},
+		{"approved candidate refused its name since: reject it", "appr", pending, false, true},
+		{"changed discovered server", "chd", pending, true, true},
+		{"changed config server", "chc", pending, true, false},
+		{"served discovered server's page: reject it", "disc", page("disc"), false, true},
+		{"quarantined server's page: approve it", "moved", page("moved"), true, false},
+		{"config server's page: nothing to decide", "math", page("math"), false, false},
+	} {
+		if got := strings.Contains(tt.body, fmt.Sprintf(`data-approve=%q`, tt.id)); got != tt.approve {
+			t.Errorf("%s: Approve offered = %v, want %v", tt.name, got, tt.approve)
+		}
+		if got := strings.Contains(tt.body, fmt.Sprintf(`data-reject=%q`, tt.id)); got != tt.reject {
+			t.Errorf("%s: Reject offered = %v, want %v", tt.name, got, tt.reject)
+		}
 	}
 }
 

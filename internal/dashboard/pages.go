@@ -54,6 +54,9 @@ type serverPage struct {
 	// Callable maps a tool's name to the front door's callable name.
 	Callable map[string]string
 	Tools    []toolRow
+	// CanApprove and CanReject offer the actions the server's state
+	// allows (readmodel decides) and the dashboard can run.
+	CanApprove, CanReject bool
 }
 
 type toolRow struct {
@@ -72,7 +75,8 @@ func (d *Dashboard) server(w http.ResponseWriter, r *http.Request) {
 		d.render(w, "unknown", id)
 		return
 	}
-	page := serverPage{Details: det, Callable: map[string]string{}}
+	page := serverPage{Details: det, Callable: map[string]string{},
+		CanApprove: d.tools != nil && det.Approvable(), CanReject: d.canReject() && det.Rejectable()}
 	for _, b := range det.Bindings {
 		page.Callable[b.RawToolName] = b.CallableName
 	}
@@ -82,7 +86,9 @@ func (d *Dashboard) server(w http.ResponseWriter, r *http.Request) {
 	d.render(w, "server", page)
 }
 
-// pendingPage is the pending page's data.
+// pendingPage is the pending page's data. A row offers the actions its
+// candidate's state allows (Candidate.Approvable, Rejectable) among those
+// the dashboard can run (CanAct, CanReject).
 type pendingPage struct {
 	Candidates []readmodel.Candidate
 	CanAct     bool

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -14,13 +15,11 @@ import (
 // ActionReject is the audit action of the dashboard's Reject.
 const ActionReject = "discovery_reject"
 
-// Audit outcomes of a Reject: kinds, never an error's text.
+// Audit outcomes of a Reject besides the trail's own (audit.OutcomeOK,
+// audit.OutcomeDenied, audit.OutcomeError): kinds, never an error's text.
 const (
-	OutcomeOK                 = "ok"
-	OutcomeDenied             = "denied"
 	OutcomeNotFound           = "not_found"
 	OutcomeAlreadyQuarantined = "already_quarantined"
-	OutcomeError              = "error"
 )
 
 // rejectTimeout bounds a Reject, which waits for a running scan.
@@ -28,7 +27,8 @@ const rejectTimeout = 2 * time.Minute
 
 func (d *Dashboard) canReject() bool { return d.Decisions != nil && d.Audit != nil }
 
-// reject moves a pending candidate to the quarantine list. The guard has
+// reject moves a pending candidate to the quarantine list, or revokes the
+// approval of an approved one and quarantines it. The guard has
 // required hangar:admin (and audited a refusal); a name outside the
 // caller's servers is refused here as the tools refuse it, naming the
 // server asked for and never whether it exists.
@@ -41,7 +41,7 @@ func (d *Dashboard) reject(w http.ResponseWriter, r *http.Request) {
 	id := auth.Caller(r.Context())
 	entry := store.AuditEntry{Server: name, Action: ActionReject, Allowed: true, Reason: auth.ScopeAdmin}
 	if e := id.Check("", name); e != nil {
-		entry.Allowed, entry.Outcome, entry.Reason = false, OutcomeDenied, "forbidden: "+e.Message
+		entry.Allowed, entry.Outcome, entry.Reason = false, audit.OutcomeDenied, audit.ForbiddenReason(e)
 		d.Audit(r.Context(), entry)
 		auth.WriteError(w, http.StatusForbidden, nil, e)
 		return
@@ -54,14 +54,14 @@ func (d *Dashboard) reject(w http.ResponseWriter, r *http.Request) {
 	out := actionResult{Server: name}
 	switch {
 	case err == nil:
-		entry.Outcome = OutcomeOK
+		entry.Outcome = audit.OutcomeOK
 		out.OK, out.Message = true, "rejected: quarantined ("+q.Reason+")"
 	case errors.Is(err, discovery.ErrNotFound):
 		entry.Outcome = OutcomeNotFound
 	case errors.Is(err, discovery.ErrAlreadyQuarantined):
 		entry.Outcome = OutcomeAlreadyQuarantined
 	default:
-		entry.Outcome = OutcomeError
+		entry.Outcome = audit.OutcomeError
 	}
 	d.Audit(r.Context(), entry)
 	if err != nil {

@@ -42,14 +42,14 @@ func TestReject(t *testing.T) {
 				}
 			},
 			wantErr: "already quarantined: api", wantIs: ErrAlreadyQuarantined, quarantined: []string{"api"}, pending: []string{"refd"}},
-		{name: "an approved server is not pending", reject: "api",
+		{name: "an approved server loses its approval and is quarantined", reject: "api",
 			setup: func(t *testing.T, s *Service, _ *fakeRegistry, _ *fakeDecisions) {
 				if r := s.Approve(t.Context(), "api"); !r.Approved {
 					t.Fatal(r.Error)
 				}
 			},
-			wantErr: "not found in pending or quarantine: api", wantIs: ErrNotFound, pending: []string{"refd"}},
-		{name: "an approved server refused its name later is not pending", reject: "api",
+			quarantined: []string{"api"}, pending: []string{"refd"}},
+		{name: "an approved server refused its name later loses its approval and is quarantined", reject: "api",
 			setup: func(t *testing.T, s *Service, reg *fakeRegistry, _ *fakeDecisions) {
 				if r := s.Approve(t.Context(), "api"); !r.Approved {
 					t.Fatal(r.Error)
@@ -57,8 +57,19 @@ func TestReject(t *testing.T) {
 				reg.mu.Lock()
 				reg.servers["api"] = &config.Server{ID: "api"} // a reload's config server
 				reg.mu.Unlock()
+				if p := s.Pending(); len(p) != 2 || p[0].Name != "api" || !p[0].Approved {
+					t.Fatalf("pending %+v: want api listed as approved", p)
+				}
 			},
-			wantErr: "api is approved (its name is refused meanwhile), not pending", pending: []string{"api", "refd"}},
+			quarantined: []string{"api"}, pending: []string{"refd"}},
+		{name: "a failed revocation changes nothing", reject: "api",
+			setup: func(t *testing.T, s *Service, _ *fakeRegistry, db *fakeDecisions) {
+				if r := s.Approve(t.Context(), "api"); !r.Approved {
+					t.Fatal(r.Error)
+				}
+				db.setFail(errors.New("disk I/O error"))
+			},
+			wantErr: "approval not revoked, nothing changed: disk I/O error", pending: []string{"refd"}},
 		{name: "a failed write changes nothing", reject: "api",
 			setup: func(_ *testing.T, _ *Service, _ *fakeRegistry, db *fakeDecisions) {
 				db.setFail(errors.New("disk I/O error"))
@@ -116,8 +127,14 @@ func TestReject(t *testing.T) {
 					t.Errorf("after a rescan: quarantined %+v", qs)
 				}
 			}
-			if reg.Registered("api") != (c.name == "an approved server is not pending" || c.name == "an approved server refused its name later is not pending") {
-				t.Errorf("api registered = %v", reg.Registered("api"))
+			reg.mu.Lock()
+			_, claimed := reg.claims["api"]
+			reg.mu.Unlock()
+			if claimed != (c.name == "a failed revocation changes nothing") {
+				t.Errorf("api claimed by discovery = %v", claimed)
+			}
+			if c.wantErr == "" && st.Approved(c.reject, map[string]string{"api": "f1", "refd": "f2"}[c.reject]) {
+				t.Errorf("%s is still approved in the store after its rejection", c.reject)
 			}
 		})
 	}

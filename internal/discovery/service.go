@@ -141,6 +141,10 @@ type PendingEntry struct {
 	// serve the name (Reason says why: a group's ID, a config server's).
 	Status string
 	Reason string
+	// Approved: the candidate was approved (its claim stands) and is
+	// listed only because its name is refused meanwhile. Approving it
+	// again changes nothing; rejecting it revokes the approval.
+	Approved bool
 }
 
 // Statuses of a PendingEntry.
@@ -935,7 +939,7 @@ func (s *Service) Pending() []PendingEntry {
 			if err == nil {
 				continue
 			}
-			p.Status, p.Reason = StatusRefused, err.Error()
+			p.Status, p.Reason, p.Approved = StatusRefused, err.Error(), true
 		default:
 			continue
 		}
@@ -1007,12 +1011,15 @@ func (s *Service) Approve(ctx context.Context, name string) ApproveResult {
 	return ApproveResult{Approved: true, Server: name, Status: StatusRegistered}
 }
 
-// Reject moves a pending candidate to the quarantine list (the dashboard's
-// Reject): a quarantine decision bound to the candidate's fingerprint, as
-// a failed health check's is, so it survives a restart and a changed
-// container is decided afresh. by names the operator in the reason.
-// Approve lifts it. A name outside the pending list answers ErrNotFound,
-// one quarantined already ErrAlreadyQuarantined.
+// Reject moves a pending or approved candidate to the quarantine list (the
+// dashboard's Reject): a quarantine decision bound to the candidate's
+// fingerprint, as a failed health check's is, so it survives a restart and
+// a changed container is decided afresh. by names the operator in the
+// reason. An approved candidate (served, or refused its name meanwhile)
+// loses its approval and its claim first: the catalog stops serving it.
+// Approve lifts the quarantine. A name discovery does not know, or one
+// being health-checked, answers ErrNotFound; one quarantined already
+// ErrAlreadyQuarantined.
 func (s *Service) Reject(ctx context.Context, name, by string) (QuarantineEntry, error) {
 	if err := s.lock(ctx); err != nil {
 		return QuarantineEntry{}, err
@@ -1023,20 +1030,35 @@ func (s *Service) Reject(ctx context.Context, name, by string) (QuarantineEntry,
 	switch {
 	case e != nil && e.status == quarantined:
 		return QuarantineEntry{}, fmt.Errorf("%w: %s", ErrAlreadyQuarantined, name)
-	case e != nil && e.status == registered && s.refusal(name) != nil:
-		// Listed as refused, but approved: the approval is the decision
-		// to undo, with its claim, not a candidate's.
-		return QuarantineEntry{}, fmt.Errorf("%s is approved (its name is refused meanwhile), not pending", name)
-	case e == nil || (e.status != pending && e.status != refused):
+	case e == nil || (e.status != pending && e.status != refused && e.status != registered):
 		return QuarantineEntry{}, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
-	// Stored first: success is answered only for a decision a restart
-	// will find.
 	now := s.now()
 	reason := ReasonRejected + by
+	if e.status == registered {
+		// The approval goes first: should the quarantine record fail
+		// after it, a restart finds the candidate pending, never approved.
+		if err := s.store.Revoke(name); err != nil {
+			s.log.Error("approval not revoked; nothing changed", FieldServer, name, FieldError, err)
+			return QuarantineEntry{}, fmt.Errorf("approval not revoked, nothing changed: %w", err)
+		}
+		if err := s.reg.Deregister(ctx, name); err != nil {
+			// Revoked: the claim is withdrawn at the next scan at the
+			// latest, and the candidate is pending until it is decided.
+			s.set(name, &entry{cand: e.cand, source: e.source, status: pending, since: now})
+			return QuarantineEntry{}, fmt.Errorf("approval revoked, but the server is still served: %w", err)
+		}
+		s.log.Info("approval of discovered MCP server revoked", FieldServer, name, FieldReason, reason)
+	}
+	// Stored before the entry changes: success is answered only for a
+	// decision a restart will find.
 	if err := s.store.SetQuarantine(name, QuarantineRecord{Fingerprint: e.cand.Fingerprint, Source: e.cand.Source,
 		Reason: reason, QuarantinedAt: now}); err != nil {
-		s.log.Error("rejection not saved; nothing changed", FieldServer, name, FieldError, err)
+		s.log.Error("rejection not saved", FieldServer, name, FieldError, err)
+		if e.status == registered {
+			s.set(name, &entry{cand: e.cand, source: e.source, status: pending, since: now})
+			return QuarantineEntry{}, fmt.Errorf("approval revoked (pending again), but the rejection was not saved: %w", err)
+		}
 		return QuarantineEntry{}, fmt.Errorf("rejection not saved, nothing changed: %w", err)
 	}
 	s.set(name, &entry{cand: e.cand, source: e.source, status: quarantined, since: now, reason: reason})

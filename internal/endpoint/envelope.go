@@ -230,6 +230,9 @@ func metaProtocolVersion(params json.RawMessage) string {
 	return v
 }
 
+// envelopeKey carries the envelope the endpoint's envelope stage read to
+// the stages and handlers after it, mcp-go's hooks included: the body is
+// read once, and mcp-go passes on the HTTP request's context only.
 type envelopeKey struct{}
 
 // RequestEnvelope returns the envelope of the POST being served, checked

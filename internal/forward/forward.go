@@ -102,6 +102,9 @@ const dialTimeout = 5 * time.Second
 // forward must not cost a store read.
 const membersFresh = time.Second
 
+// ownerKey carries a forwarded request's target to the reverse proxy's
+// Rewrite: httputil.ReverseProxy hands it the incoming request, nothing
+// else.
 type ownerKey struct{}
 
 func (f *Router) init() {
@@ -190,6 +193,9 @@ func (f *Router) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// fallbackKey carries what the proxy's ErrorHandler needs to serve a
+// failed forward here instead: httputil.ReverseProxy hands it the request
+// only.
 type fallbackKey struct{}
 
 // fallback serves a request whose owner could not be reached here.

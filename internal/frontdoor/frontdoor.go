@@ -508,20 +508,12 @@ func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		// Unlisted between the client's tools/list and this call.
 		return mcp.NewToolResultError("unknown_tool: " + req.Params.Name + " is no longer served; list the tools again"), nil
 	}
+	// The caller's _meta goes on to the provider, and its raw result comes
+	// back unchanged.
 	var raw json.RawMessage
-	opts := &mcpconn.CallOptions{Meta: req.Params.Meta, Raw: &raw, Relay: relay.RelayOf(ctx)}
-	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
-		if srv := server.ServerFromContext(ctx); srv != nil {
-			opts.OnProgress = func(params map[string]any) {
-				if client := relay.ClientOf(ctx); client != nil {
-					if srv.SendNotificationToClient(client, string(mcp.MethodNotificationProgress), params) == nil {
-						relay.ProgressQueued(client)
-					}
-				}
-			}
-		}
-	}
-	res, err := f.src.Call(mcpconn.WithCallOptions(ctx, opts), b.Server, b.Tool, req.GetRawArguments())
+	rq := relay.NewRequest(ctx, req)
+	rq.Meta, rq.Raw = req.Params.Meta, &raw
+	res, err := f.src.Call(ctx, rq, b.Server, b.Tool, req.GetRawArguments())
 	relay.AwaitProgressWritten(relay.ClientOf(ctx))
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil

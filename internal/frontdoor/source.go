@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -13,7 +15,7 @@ import (
 // Source is everything the front door needs from the rest of the
 // gateway: which servers may be served, a way to call them, and a way to
 // learn a catalog. Today it is the provider manager and the group registry
-// (managerSource); the catalog can take its place.
+// (ManagerSource); the catalog can take its place.
 type Source interface {
 	// Servable lists the servers agents may see, sorted by ID: top-level
 	// providers and groups; never a group member, nor a pending or
@@ -21,8 +23,9 @@ type Source interface {
 	Servable() []Servable
 	// Call invokes tool on server (a provider or a group ID) the way
 	// hangar_call does: single-flight cold start, limits, breaker and
-	// failover, metrics. args go to the provider as they are (raw JSON).
-	Call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
+	// failover, metrics, for rq (its caller, relay, progress, _meta and
+	// raw result sink). args go to the provider as they are (raw JSON).
+	Call(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error)
 	// Prefetch learns the catalog of a COLD provider (for a group, of its
 	// first member): it starts it, reads its tools, runs whileUp (which
 	// reads the rest) and stops it again. A provider that is not COLD is

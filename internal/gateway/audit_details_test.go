@@ -12,10 +12,10 @@ func TestDetailsShowRecentAudit(t *testing.T) {
 	t.Parallel()
 	h := newPinHarness(t, server("s"), server("other"))
 	for range 22 {
-		h.ok(t, "hangar_call", map[string]any{"calls": []any{call("s", "add", map[string]any{"a": 1, "b": 2, "secret": "hunter2"})}})
+		h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("s", "add", map[string]any{"a": 1, "b": 2, "secret": "hunter2"})}})
 	}
-	h.callAs(t, "agent", "hangar_call", map[string]any{"calls": []any{call("s", "nope", nil)}})
-	h.ok(t, "hangar_call", map[string]any{"calls": []any{call("other", "add", nil)}})
+	h.callAs(t, "agent", "hangar_call", map[string]any{"calls": []any{callEntry("s", "nope", nil)}})
+	h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("other", "add", nil)}})
 
 	d := h.ok(t, "hangar_details", map[string]any{"mcp_server": "s"})
 	entries := list(t, d["recent_audit"])

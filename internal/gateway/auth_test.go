@@ -157,7 +157,7 @@ func newAuthGateway(t *testing.T, tune func(*config.Config)) *authGateway {
 	m := metrics.New()
 	mgr := provider.NewManager(newFakeLauncher(), provider.Options{Log: log, Events: m})
 	g := gateway.New(cfg, mgr, nil, m, log)
-	g.PublishConfig(t.Context(), cfg, "test", false)
+	g.Catalog.PublishConfig(t.Context(), cfg, "test", false)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
-func call(server, tool string, args map[string]any) map[string]any {
+func callEntry(server, tool string, args map[string]any) map[string]any {
 	c := map[string]any{"mcp_server": server, "tool": tool}
 	if args != nil {
 		c["arguments"] = args
@@ -21,10 +21,10 @@ func call(server, tool string, args map[string]any) map[string]any {
 func TestCallValidationErrors(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, nil, server("s"))
-	good := []any{call("s", "add", nil)}
+	good := []any{callEntry("s", "add", nil)}
 	many := make([]any, 101)
 	for i := range many {
-		many[i] = call("s", "add", nil)
+		many[i] = callEntry("s", "add", nil)
 	}
 	tests := []struct {
 		name  string
@@ -44,7 +44,7 @@ func TestCallValidationErrors(t *testing.T) {
 		{"empty calls", map[string]any{"calls": []any{}}, "calls", nil},
 		{"101 calls", map[string]any{"calls": many}, "calls", nil},
 		{"item not an object", map[string]any{"calls": []any{"x"}}, "calls", float64(0)},
-		{"item without server", map[string]any{"calls": []any{call("s", "add", nil), map[string]any{"tool": "t"}}}, "mcp_server", float64(1)},
+		{"item without server", map[string]any{"calls": []any{callEntry("s", "add", nil), map[string]any{"tool": "t"}}}, "mcp_server", float64(1)},
 		{"item without tool", map[string]any{"calls": []any{map[string]any{"mcp_server": "s"}}}, "tool", float64(0)},
 		{"item with bad arguments", map[string]any{"calls": []any{map[string]any{"mcp_server": "s", "tool": "t", "arguments": "x"}}}, "arguments", float64(0)},
 		{"item with bad timeout", map[string]any{"calls": []any{map[string]any{"mcp_server": "s", "tool": "t", "timeout": 0}}}, "timeout", float64(0)},
@@ -82,10 +82,10 @@ func TestCallResults(t *testing.T) {
 	h := newHarness(t, nil, nil, server("s"))
 	resp := h.ok(t, "hangar_call", map[string]any{
 		"calls": []any{
-			call("s", "add", map[string]any{"a": 1, "b": 2}),
-			call("s", "fail", nil),
-			call("s", "echo", map[string]any{"x": "y", "n": 1}),
-			call("s", "plain", nil),
+			callEntry("s", "add", map[string]any{"a": 1, "b": 2}),
+			callEntry("s", "fail", nil),
+			callEntry("s", "echo", map[string]any{"x": "y", "n": 1}),
+			callEntry("s", "plain", nil),
 		},
 		"max_concurrency": 2,
 	})
@@ -127,7 +127,7 @@ func TestCallResults(t *testing.T) {
 func TestCallRetryMetadata(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, nil, server("s"))
-	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{call("s", "add", nil)}, "max_attempts": 3})
+	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("s", "add", nil)}, "max_attempts": 3})
 	r := obj(t, list(t, resp["results"])[0])
 	if !reflect.DeepEqual(r["retry_metadata"], map[string]any{"attempts": float64(1), "retries": float64(0)}) {
 		t.Errorf("retry_metadata = %v", r["retry_metadata"])
@@ -145,7 +145,7 @@ func TestTruncationAndContinuation(t *testing.T) {
 	l.bigText = big
 	h := newHarness(t, l, func(c *config.Config) { c.Batch.MaxResponseSizeBytes = 100 }, server("s"))
 
-	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{call("s", "big", nil), call("s", "add", nil)}})
+	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("s", "big", nil), callEntry("s", "add", nil)}})
 	results := list(t, resp["results"])
 	r := obj(t, results[0])
 	id, _ := r["continuation_id"].(string)
@@ -245,7 +245,7 @@ func TestContinuationPiecesKeepUTF8(t *testing.T) {
 	l.bigText = big
 	h := newHarness(t, l, func(c *config.Config) { c.Batch.MaxResponseSizeBytes = 100 }, server("s"))
 
-	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{call("s", "big", nil)}})
+	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("s", "big", nil)}})
 	r := obj(t, list(t, resp["results"])[0])
 	id, _ := r["continuation_id"].(string)
 	if inline, _ := r["result"].(string); r["truncated"] != true || !utf8.ValidString(inline) || strings.ContainsRune(inline, utf8.RuneError) {

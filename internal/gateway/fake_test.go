@@ -49,7 +49,7 @@ type fakeBackend struct {
 
 func (b *fakeBackend) ListTools(context.Context) ([]mcpconn.Tool, error) { return b.tools, nil }
 
-func (b *fakeBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+func (b *fakeBackend) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	m, _ := args.(map[string]any)
 	switch name {
 	case "add":
@@ -168,7 +168,7 @@ func harnessFor(t *testing.T, l *fakeLauncher, cfg *config.Config, m *metrics.Me
 	}
 	mgr := provider.NewManager(l, opts)
 	g := gateway.New(cfg, mgr, nil, m, quiet)
-	for _, ch := range g.PublishConfig(t.Context(), cfg, "test", false) {
+	for _, ch := range g.Catalog.PublishConfig(t.Context(), cfg, "test", false) {
 		if ch.Action == catalog.Refused {
 			t.Fatalf("%s not served: %s", ch.ID, ch.Reason)
 		}

@@ -155,8 +155,8 @@ type pipeBackend struct {
 func (b *pipeBackend) ListTools(ctx context.Context) ([]mcpconn.Tool, error) {
 	return b.conn.ListTools(ctx)
 }
-func (b *pipeBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	return b.conn.CallTool(ctx, name, args)
+func (b *pipeBackend) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
+	return b.conn.CallTool(ctx, name, args, o)
 }
 func (b *pipeBackend) ListAll(ctx context.Context, kind string) ([]json.RawMessage, error) {
 	return b.conn.ListAll(ctx, kind)

@@ -17,6 +17,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -563,7 +564,7 @@ func TestFrontDoorHearsProviders(t *testing.T) {
 		t.Fatalf("listed before any start: %v", got)
 	}
 	p, _ := h.mgr.Get("a")
-	if _, err := p.Start(t.Context()); err != nil {
+	if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the started provider's tools listed", func() bool {

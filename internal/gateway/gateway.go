@@ -29,9 +29,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
-	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/batch"
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
@@ -140,7 +141,7 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 	g := &Gateway{
 		Providers: providers,
 		Groups:    group.NewRegistry(providers, group.Options{Log: log}),
-		Cache:     newContinuationStore(cfg),
+		Cache:     batch.NewCacheFor(cfg.Batch),
 		Metrics:   m,
 		Engine:    engine,
 		Log:       log,
@@ -161,49 +162,11 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 }
 
 func (g *Gateway) setBatchLimits(cfg *config.Config) {
-	g.batch.Store(&batch.Executor{Invoke: g.invoke, Limits: limitsOf(cfg), Cache: g.Cache, Log: g.Log})
-}
-
-// newContinuationStore sizes the continuation store from the config (its
-// bound and TTL take effect at start, not on reload).
-func newContinuationStore(cfg *config.Config) *batch.Cache {
-	ttl, size := 10*time.Minute, 256<<20
-	if cfg.Batch.ContinuationTTL > 0 {
-		ttl = cfg.Batch.ContinuationTTL
-	}
-	if cfg.Batch.MaxContinuationBytes > 0 {
-		size = cfg.Batch.MaxContinuationBytes
-	}
-	return batch.NewCache(ttl, size)
+	g.batch.Store(&batch.Executor{Invoke: g.invoke, Limits: batch.LimitsFor(cfg.Batch), Cache: g.Cache, Log: g.Log})
 }
 
 // Batch is the executor of hangar_call.
 func (g *Gateway) Batch() *batch.Executor { return g.batch.Load() }
-
-func limitsOf(cfg *config.Config) batch.Limits {
-	l := batch.DefaultLimits()
-	b := cfg.Batch
-	if b.MaxCalls > 0 {
-		l.MaxCalls = b.MaxCalls
-	}
-	if b.MaxConcurrency > 0 {
-		l.MaxConcurrency = b.MaxConcurrency
-	}
-	if b.DefaultTimeout > 0 {
-		l.DefaultTimeout = b.DefaultTimeout
-	}
-	if b.MaxTimeout > 0 {
-		l.MaxTimeout = b.MaxTimeout
-	}
-	if b.MaxResponseSizeBytes > 0 {
-		l.MaxResponseBytes = b.MaxResponseSizeBytes
-	}
-	if b.MaxTotalResponseSizeByte > 0 {
-		l.MaxTotalRespBytes = b.MaxTotalResponseSizeByte
-	}
-	l.DefaultConcurrency = min(l.DefaultConcurrency, l.MaxConcurrency)
-	return l
-}
 
 // Config returns the configuration in force.
 func (g *Gateway) Config() *config.Config {
@@ -223,8 +186,8 @@ func (g *Gateway) setConfig(c *config.Config) {
 
 // invoke is the batch executor's way to a tool; a group's ID routes the
 // call through the group.
-func (g *Gateway) invoke(ctx context.Context, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	return g.callServer(ctx, ActionHangarCall, server, tool, args)
+func (g *Gateway) invoke(ctx context.Context, rq *call.Request, server, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	return g.callServer(ctx, rq, audit.ActionHangarCall, server, tool, args)
 }
 
 // exposed reports whether the front door lists id's tools.
@@ -240,12 +203,14 @@ func (g *Gateway) exposed(id string, spec *config.Server) bool {
 // callServer is the one way a call reaches a provider or group, for
 // hangar_call and the front door alike: the caller's server filter, the
 // management policy, then the group or provider; every call is audited
-// under action. args go on as they are (a map, or raw JSON).
-func (g *Gateway) callServer(ctx context.Context, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
+// under action. args go on as they are (a map, or raw JSON); rq (nil: an
+// in-process call, local) says who calls and goes on to the group or
+// provider.
+func (g *Gateway) callServer(ctx context.Context, rq *call.Request, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
 	began := time.Now()
 	denied := false
 	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err, denied) }()
-	if e := auth.Caller(ctx).Check("", server); e != nil {
+	if e := rq.CallerOr().Check("", server); e != nil {
 		return nil, e
 	}
 	if err := g.refused(server); err != nil {
@@ -253,13 +218,13 @@ func (g *Gateway) callServer(ctx context.Context, action, server, tool string, a
 		return nil, err
 	}
 	if grp, ok := g.Groups.Get(server); ok {
-		return grp.Call(traceTarget(ctx, action, server, true), tool, args)
+		return grp.Call(traceTarget(ctx, action, server, true), rq, tool, args)
 	}
 	p, ok := g.Providers.Get(server)
 	if !ok {
 		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
 	}
-	return p.Call(traceTarget(ctx, action, server, false), tool, args)
+	return p.Call(traceTarget(ctx, action, server, false), rq, tool, args)
 }
 
 // relays reports whether tool passes provider requests on to its caller:
@@ -284,7 +249,11 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 	}
 	hooks := g.Hooks
 	if cfg := g.Config(); cfg.ToolAccess.Mode == config.AccessFrontDoor {
-		g.FrontDoor = frontdoor.New(managerSource{providers: g.Providers, groups: g.Groups, call: g.callServer, exposed: g.exposed}, cfg, g.Log)
+		src := frontdoor.ManagerSource{Providers: g.Providers, Groups: g.Groups, Exposed: g.exposed,
+			CallPath: func(ctx context.Context, rq *call.Request, server, tool string, args any) (*mcp.CallToolResult, error) {
+				return g.callServer(ctx, rq, audit.ActionFrontDoorCall, server, tool, args)
+			}}
+		g.FrontDoor = frontdoor.New(src, cfg, g.Log)
 		g.FrontDoor.Withheld = g.withheld
 		g.FrontDoor.Reach = g.reach
 		g.Providers.Listen(g.FrontDoor.Events())
@@ -328,7 +297,6 @@ func (g *Gateway) toolChain() toolChain {
 			recoverPanics,
 			g.correlate,
 			authorize,
-			backend.ProgressTokenMiddleware,
 			// Innermost: every round trip of a call is correlated and
 			// authorized.
 			g.rounds.Middleware(g.relays),
@@ -429,6 +397,9 @@ func (g *Gateway) tools() []server.ServerTool {
 
 type ctxKey int
 
+// logKey carries a tool call's logger (its correlation ID) from the
+// correlate middleware to the handler under it: mcp-go's tool middlewares
+// pass handlers a context and the request, nothing else.
 const logKey ctxKey = iota
 
 // logFrom returns the request's logger, carrying its correlation ID (a
@@ -446,7 +417,7 @@ func (g *Gateway) logFrom(ctx context.Context) *slog.Logger {
 func (g *Gateway) correlate(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := newID()
-		log := telemetry.BindLog(ctx, withLazy(g.Log, telemetry.FieldCorrelationID, id, telemetry.FieldTool, req.Params.Name))
+		log := telemetry.BindLog(ctx, telemetry.WithLazy(g.Log, telemetry.FieldCorrelationID, id, telemetry.FieldTool, req.Params.Name))
 		ctx = context.WithValue(ctx, logKey, log)
 		began := time.Now()
 		res, err := next(ctx, req)

@@ -9,8 +9,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
-	"github.com/mcp-hangar/hangar/internal/endpoint"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // The official go-sdk client against the front door over real HTTP, on

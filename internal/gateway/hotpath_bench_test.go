@@ -77,7 +77,7 @@ func benchGatewayWith(b *testing.B, tel func(*metrics.Metrics) *telemetry.Teleme
 	wrote := make(chan struct{})
 	go func() { defer close(wrote); w.Run(ctx) }()
 	g.AuditStore = w
-	for _, ch := range g.PublishConfig(b.Context(), cfg, "bench", false) {
+	for _, ch := range g.Catalog.PublishConfig(b.Context(), cfg, "bench", false) {
 		if ch.Action == catalog.Refused {
 			b.Fatalf("%s not served: %s", ch.ID, ch.Reason)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
@@ -76,7 +77,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 	if o.Metrics != nil {
 		// Metrics name every server: the same credentials and hangar:read
 		// as hangar_metrics (a loopback gateway without tokens is open).
-		p.Mounts["/metrics"] = o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, g.scopedMetrics(o.Metrics)))
+		p.Mounts["/metrics"] = o.Auth.Middleware(needScope(o.Auth, auth.ScopeRead, g.Metrics.Scoped(o.Metrics)))
 	}
 	return endpoint.New(o, p)
 }
@@ -86,7 +87,7 @@ func needScope(h *auth.HTTP, scope string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e := auth.Caller(r.Context()).Check(scope, ""); e != nil {
 			if h.Audit != nil {
-				h.Audit(r, auth.Refusal{Status: http.StatusForbidden, Identity: auth.Caller(r.Context()), Reason: forbiddenReason(e)})
+				h.Audit(r, auth.Refusal{Status: http.StatusForbidden, Identity: auth.Caller(r.Context()), Reason: audit.ForbiddenReason(e)})
 			}
 			h.Forbid(w, r, nil, e)
 			return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
@@ -100,7 +101,7 @@ func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallTo
 	out := map[string]any{"approved": true, "mcp_server": name, "status": "registered", "reason": a.Reason}
 	switch quarantineSourceOf(a.Reason) {
 	case imageQuarantineSource:
-		g.logFrom(ctx).Info("image approved", telemetry.FieldServer, name, FieldReason, a.Reason)
+		g.logFrom(ctx).Info("image approved", telemetry.FieldServer, name, audit.FieldReason, a.Reason)
 	default:
 		g.logFrom(ctx).Info("tools re-pinned by approval", telemetry.FieldServer, name, "tools", a.Tools)
 		out["tools_pinned"] = a.Tools

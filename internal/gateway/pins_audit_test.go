@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
@@ -117,10 +118,10 @@ func TestAuditEntries(t *testing.T) {
 	s.Tools.DenyList = []string{"echo"}
 	h := newPinHarness(t, s)
 	h.callAs(t, "agent", "hangar_call", map[string]any{"calls": []any{
-		call("s", "add", map[string]any{"a": 1, "b": 2, "secret": "hunter2"}),
-		call("s", "echo", map[string]any{"x": "hunter2"}),
-		call("s", "fail", nil),
-		call("nope", "add", nil),
+		callEntry("s", "add", map[string]any{"a": 1, "b": 2, "secret": "hunter2"}),
+		callEntry("s", "echo", map[string]any{"x": "hunter2"}),
+		callEntry("s", "fail", nil),
+		callEntry("nope", "add", nil),
 	}})
 	h.callAs(t, "agent", "hangar_status", nil)
 	h.callAs(t, "agent", "hangar_details", map[string]any{"mcp_server": "nope"})
@@ -171,7 +172,7 @@ func TestAuditEntries(t *testing.T) {
 	h.audit.mu.Lock()
 	h.audit.fail = true
 	h.audit.mu.Unlock()
-	res := h.callAs(t, "agent", "hangar_call", map[string]any{"calls": []any{call("s", "add", map[string]any{"a": 1, "b": 2})}})
+	res := h.callAs(t, "agent", "hangar_call", map[string]any{"calls": []any{callEntry("s", "add", map[string]any{"a": 1, "b": 2})}})
 	if res.IsError || !strings.Contains(textOf(t, res), `"success":true`) {
 		t.Errorf("a call failed because the audit store did: %s", textOf(t, res))
 	}
@@ -181,7 +182,7 @@ func TestAuditWithoutStore(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, nil, server("s"))
 	// No AuditStore: the decision is logged only, and nothing panics.
-	h.ok(t, "hangar_call", map[string]any{"calls": []any{call("s", "add", nil)}})
+	h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("s", "add", nil)}})
 }
 
 // TestRugPull: the first start pins; a restart serving a changed
@@ -210,7 +211,7 @@ func TestRugPull(t *testing.T) {
 	if tools := h.ok(t, "hangar_tools", map[string]any{"mcp_server": "kit"}); len(list(t, tools["tools"])) != 0 {
 		t.Errorf("hangar_tools while quarantined: %v", tools)
 	}
-	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{call("kit", "echo", nil)}})
+	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("kit", "echo", nil)}})
 	r := obj(t, list(t, resp["results"])[0])
 	if r["success"] != false || r["error_type"] != "quarantined" {
 		t.Errorf("call while quarantined: %v", r)
@@ -224,14 +225,14 @@ func TestRugPull(t *testing.T) {
 	if d["quarantine"] != nil || len(list(t, d["tools"])) != 5 {
 		t.Errorf("after approval: quarantine=%v tools=%d", d["quarantine"], len(list(t, d["tools"])))
 	}
-	resp = h.ok(t, "hangar_call", map[string]any{"calls": []any{call("kit", "add", map[string]any{"a": 2, "b": 2})}})
+	resp = h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("kit", "add", map[string]any{"a": 2, "b": 2})}})
 	if r := obj(t, list(t, resp["results"])[0]); r["success"] != true || r["result"] != float64(4) {
 		t.Errorf("call after approval: %v", r)
 	}
 
 	var denied bool
 	for _, e := range h.audit.all() {
-		if e.Action == gateway.ActionHangarCall && e.Server == "kit" && !e.Allowed && strings.HasPrefix(e.Reason, "quarantined: tool_schema_changed") {
+		if e.Action == audit.ActionHangarCall && e.Server == "kit" && !e.Allowed && strings.HasPrefix(e.Reason, "quarantined: tool_schema_changed") {
 			denied = true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/gateway"
 	"github.com/mcp-hangar/hangar/internal/pin"
@@ -70,7 +71,9 @@ type refused struct{ detail string }
 func (r *refused) Error() string                      { return "image_changed: " + r.detail }
 func (r *refused) QuarantineReason() (string, string) { return provider.ReasonImageChanged, r.detail }
 
-func (g *imageGate) Prepare(_ context.Context, s *config.Server) error {
+var _ provider.Preparer = (*imageGate)(nil)
+
+func (g *imageGate) Prepare(_ context.Context, s *config.Server, _ call.Progress) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.approved[s.ID] {
@@ -132,7 +135,7 @@ func TestImageChangedQuarantine(t *testing.T) {
 	gate := &imageGate{fakeLauncher: newFakeLauncher(), approved: map[string]bool{}}
 	h := newQuarantineHarness(t, gate, db, server("math"))
 
-	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{call("math", "add", map[string]any{"a": 1, "b": 1})}})
+	resp := h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("math", "add", map[string]any{"a": 1, "b": 1})}})
 	r := obj(t, list(t, resp["results"])[0])
 	if r["success"] != false || r["error_type"] != "quarantined" || !strings.Contains(r["error"].(string), "sha256:bbb") {
 		t.Fatalf("call with a moved tag = %v", r)
@@ -171,7 +174,7 @@ func TestImageChangedQuarantine(t *testing.T) {
 	if q := h2.ok(t, "hangar_details", map[string]any{"mcp_server": "math"})["quarantine"]; q != nil {
 		t.Errorf("quarantine after approval = %v", q)
 	}
-	resp = h2.ok(t, "hangar_call", map[string]any{"calls": []any{call("math", "add", map[string]any{"a": 2, "b": 2})}})
+	resp = h2.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("math", "add", map[string]any{"a": 2, "b": 2})}})
 	if r := obj(t, list(t, resp["results"])[0]); r["success"] != true || r["result"] != float64(4) {
 		t.Errorf("call after approval: %v", r)
 	}

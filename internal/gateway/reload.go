@@ -2,15 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"maps"
-	"os"
-	"slices"
 	"time"
 
-	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -60,14 +55,14 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 		g.Log.Warn("config reload rejected", "error", err)
 		return finish()
 	}
-	keepDataDir(g.Log, old, next)
+	config.KeepDataDir(g.Log, old, next)
 	d := config.Diff(old, next)
 	res.Added, res.Removed, res.Updated, res.Unchanged = nonNil(d.Added), nonNil(d.Removed), nonNil(d.Updated), nonNil(d.Unchanged)
 
 	// The catalog stops what is removed or changed (gracefully: after its
 	// calls in flight), then registers what is new. A discovered or
 	// hot-loaded server of the same name gives way to the file.
-	g.PublishConfig(ctx, next, ReasonReload, graceful)
+	g.Catalog.PublishConfig(ctx, next, ReasonReload, graceful)
 	g.setConfig(next)
 	g.setBatchLimits(next)
 	res.Status = "success"
@@ -75,26 +70,6 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 		len(d.Added), len(d.Removed), len(d.Updated), len(d.Unchanged))
 	g.Log.Info("config reloaded", "added", d.Added, "removed", d.Removed, "updated", d.Updated)
 	return finish()
-}
-
-// PublishConfig publishes cfg's servers (source config) and groups with
-// their members (source group) to the catalog as one batch; reason is the
-// stop reason of what it removes or replaces.
-func (g *Gateway) PublishConfig(ctx context.Context, cfg *config.Config, reason string, graceful bool) catalog.Batch {
-	var servers, groups []*config.Server
-	for _, id := range slices.Sorted(maps.Keys(cfg.Servers)) {
-		s := cfg.Servers[id]
-		if s.Mode == config.ModeGroup {
-			groups = append(groups, s)
-		} else {
-			servers = append(servers, s)
-		}
-	}
-	return g.Catalog.PublishSets(ctx, catalog.Publication{
-		Sets:     map[catalog.Source][]*config.Server{catalog.SourceConfig: servers, catalog.SourceGroup: groups},
-		Reason:   reason,
-		Graceful: graceful,
-	})
 }
 
 func nonNil(s []string) []string {
@@ -105,36 +80,14 @@ func nonNil(s []string) []string {
 }
 
 // WatchConfig reloads when the config file's content changes, checking
-// every interval, until ctx ends. Content, not mtime, decides, so an
-// editor's save of identical bytes is not a reload.
+// every interval (config.WatchFile), until ctx ends.
 func (g *Gateway) WatchConfig(ctx context.Context, interval time.Duration) {
 	path := g.Config().Source
 	if path == "" {
 		return
 	}
-	last, _ := fileHash(path)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		h, err := fileHash(path)
-		if err != nil || h == last {
-			continue
-		}
-		last = h
+	config.WatchFile(ctx, path, interval, func() {
 		r := g.Reload(ctx, true)
 		g.Log.Info("config file changed", "status", r.Status, "message", r.Message)
-	}
-}
-
-func fileHash(path string) ([32]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	return sha256.Sum256(b), nil
+	})
 }

@@ -116,7 +116,7 @@ func newScopeGateway(t *testing.T, tune func(*config.Config, *gateway.Gateway)) 
 	if tune != nil {
 		tune(cfg, g)
 	}
-	for _, ch := range g.PublishConfig(t.Context(), cfg, "test", false) {
+	for _, ch := range g.Catalog.PublishConfig(t.Context(), cfg, "test", false) {
 		if ch.Action == catalog.Refused {
 			t.Fatalf("%s not served: %s", ch.ID, ch.Reason)
 		}

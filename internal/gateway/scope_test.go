@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
@@ -72,7 +73,7 @@ func TestScopeTargets(t *testing.T) {
 			t.Errorf("%s: no audit entry of the refusal in %+v", name, s.audit.all())
 			continue
 		}
-		if e := got[len(got)-1]; e.Allowed || e.Server != tt.refused || e.Identity != "scoped" || e.Outcome != gateway.OutcomeDenied || e.Action != gateway.ActionToolCall {
+		if e := got[len(got)-1]; e.Allowed || e.Server != tt.refused || e.Identity != "scoped" || e.Outcome != audit.OutcomeDenied || e.Action != audit.ActionToolCall {
 			t.Errorf("%s: audit entry %+v, want allowed=false on %s by scoped", name, e, tt.refused)
 		}
 	}
@@ -132,12 +133,12 @@ func TestScopeHangarCallRefusal(t *testing.T) {
 	if m, _ := r["retry_metadata"].(map[string]any); m["attempts"] != 1.0 {
 		t.Errorf("a refusal was retried: %v", r["retry_metadata"])
 	}
-	b := s.entriesWhere(func(e store.AuditEntry) bool { return e.Action == gateway.ActionHangarCall && e.Server == "b" })
-	if len(b) != 1 || b[0].Allowed || b[0].Outcome != gateway.OutcomeDenied || b[0].Reason != "forbidden: Token missing required scope: server:b" || b[0].Identity != "scoped" {
+	b := s.entriesWhere(func(e store.AuditEntry) bool { return e.Action == audit.ActionHangarCall && e.Server == "b" })
+	if len(b) != 1 || b[0].Allowed || b[0].Outcome != audit.OutcomeDenied || b[0].Reason != "forbidden: Token missing required scope: server:b" || b[0].Identity != "scoped" {
 		t.Errorf("audit of the call on b = %+v", b)
 	}
-	a := s.entriesWhere(func(e store.AuditEntry) bool { return e.Action == gateway.ActionHangarCall && e.Server == "a" })
-	if len(a) != 1 || !a[0].Allowed || a[0].Outcome != gateway.OutcomeOK {
+	a := s.entriesWhere(func(e store.AuditEntry) bool { return e.Action == audit.ActionHangarCall && e.Server == "a" })
+	if len(a) != 1 || !a[0].Allowed || a[0].Outcome != audit.OutcomeOK {
 		t.Errorf("audit of the call on a = %+v", a)
 	}
 }
@@ -173,16 +174,16 @@ func TestScopeRefusalsAudited(t *testing.T) {
 		match   func(store.AuditEntry) bool
 	}{
 		{"no credential", nil, listTools, 401, func(e store.AuditEntry) bool {
-			return e.Action == gateway.ActionRequest && strings.HasPrefix(e.Reason, "unauthenticated: no credential")
+			return e.Action == audit.ActionRequest && strings.HasPrefix(e.Reason, "unauthenticated: no credential")
 		}},
 		{"unknown token", bearer("hgr_not-a-token-0123456789"), listTools, 401, func(e store.AuditEntry) bool {
-			return e.Action == gateway.ActionRequest && e.Reason == "unauthenticated: unknown token"
+			return e.Action == audit.ActionRequest && e.Reason == "unauthenticated: unknown token"
 		}},
 		{"expired token", bearer(expiredTok), listTools, 401, func(e store.AuditEntry) bool {
-			return e.Action == gateway.ActionRequest && e.Reason == "unauthenticated: token expired: gone"
+			return e.Action == audit.ActionRequest && e.Reason == "unauthenticated: token expired: gone"
 		}},
 		{"rate limited", bearer(scopeBurstTok), listTools, 429, func(e store.AuditEntry) bool {
-			return e.Action == gateway.ActionRequest && e.Reason == "rate_limited" && e.Identity == "burst"
+			return e.Action == audit.ActionRequest && e.Reason == "rate_limited" && e.Identity == "burst"
 		}},
 		{"missing scope", bearer(scopeReaderTok), toolCall(1, "hangar_call", map[string]any{"calls": []any{}}), 403, func(e store.AuditEntry) bool {
 			return e.Tool == "hangar_call" && e.Identity == "reader" && e.Reason == "forbidden: Token missing required scope: hangar:call"
@@ -194,13 +195,13 @@ func TestScopeRefusalsAudited(t *testing.T) {
 			return e.Tool == "b__echo_raw" && e.Server == "b" && e.Identity == "scoped" && e.Reason == "forbidden: Token missing required scope: server:b"
 		}},
 		{"disabled server", admin, toolCall(4, "hangar_call", map[string]any{"calls": []any{map[string]any{"mcp_server": "b", "tool": "echo_raw"}}}), 200, func(e store.AuditEntry) bool {
-			return e.Action == gateway.ActionHangarCall && e.Server == "b" && strings.HasPrefix(e.Reason, "mcp_server_disabled")
+			return e.Action == audit.ActionHangarCall && e.Server == "b" && strings.HasPrefix(e.Reason, "mcp_server_disabled")
 		}},
 		{"disabled server by name", admin, toolCall(5, "b__echo_raw", map[string]any{}), 200, func(e store.AuditEntry) bool {
-			return e.Action == gateway.ActionFrontDoorCall && e.Server == "b" && strings.HasPrefix(e.Reason, "mcp_server_disabled")
+			return e.Action == audit.ActionFrontDoorCall && e.Server == "b" && strings.HasPrefix(e.Reason, "mcp_server_disabled")
 		}},
 		{"tool policy", admin, toolCall(6, "hangar_call", map[string]any{"calls": []any{map[string]any{"mcp_server": "a", "tool": "kitchen_sink"}}}), 200, func(e store.AuditEntry) bool {
-			return e.Action == gateway.ActionHangarCall && e.Server == "a" && e.Tool == "kitchen_sink" && strings.HasPrefix(e.Reason, provider.KindToolNotAllowed)
+			return e.Action == audit.ActionHangarCall && e.Server == "a" && e.Tool == "kitchen_sink" && strings.HasPrefix(e.Reason, provider.KindToolNotAllowed)
 		}},
 	}
 	for _, tt := range tests {
@@ -212,7 +213,7 @@ func TestScopeRefusalsAudited(t *testing.T) {
 			t.Errorf("%s: no audit entry in %+v", tt.name, s.audit.all())
 			continue
 		}
-		if e := got[len(got)-1]; e.Allowed || e.Outcome != gateway.OutcomeDenied || e.Reason == "" {
+		if e := got[len(got)-1]; e.Allowed || e.Outcome != audit.OutcomeDenied || e.Reason == "" {
 			t.Errorf("%s: audit entry %+v, want allowed=false, outcome denied and a reason", tt.name, e)
 		}
 	}

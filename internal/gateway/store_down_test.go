@@ -38,7 +38,7 @@ func TestCallsGoOnWhileStoreIsDown(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	h.g.Store, h.g.AuditStore = st, w
 
-	add := map[string]any{"calls": []any{call("s", "add", map[string]any{"a": 1, "b": 2})}}
+	add := map[string]any{"calls": []any{callEntry("s", "add", map[string]any{"a": 1, "b": 2})}}
 	if r := h.ok(t, "hangar_call", add); r["success"] != true {
 		t.Fatalf("call with the store up: %v", r)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/batch"
-	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
@@ -66,14 +66,13 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	}
 	ex := *g.Batch()
 	ex.Log = g.logFrom(ctx) // batch log lines carry the call's correlation ID
-	// The providers' sampling, elicitation and roots requests go to the
-	// caller, as on the front door.
-	ctx = mcpconn.WithCallOptions(ctx, &mcpconn.CallOptions{Relay: relay.RelayOf(ctx)})
 	r, problems := batch.Parse(a, ex.Limits)
 	if len(problems) > 0 {
 		return ok(batch.Invalid(problems))
 	}
-	return ok(ex.Run(ctx, r))
+	// The providers' sampling, elicitation and roots requests go to the
+	// caller, as on the front door; its _meta is not forwarded.
+	return ok(ex.Run(ctx, relay.NewRequest(ctx, req), r))
 }
 
 func (g *Gateway) fetchContinuation(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -92,7 +91,7 @@ func (g *Gateway) fetchContinuation(ctx context.Context, req mcp.CallToolRequest
 	if limit < 1 || limit > maxContinuationLimit || limit != float64(int64(limit)) {
 		return fail(fmt.Errorf("limit must be a whole number 1..%d (got %v)", maxContinuationLimit, limit))
 	}
-	piece, off, total, found := g.Cache.Read(batch.OwnerOf(ctx), id, int(offset), int(limit))
+	piece, off, total, found := g.Cache.Read(batch.OwnerOf(auth.Caller(ctx)), id, int(offset), int(limit))
 	if !found {
 		return ok(map[string]any{"found": false, "error": "Continuation not found (may have expired)"})
 	}
@@ -114,5 +113,5 @@ func (g *Gateway) deleteContinuation(ctx context.Context, req mcp.CallToolReques
 	if id == "" {
 		return fail(fmt.Errorf("continuation_id is required"))
 	}
-	return ok(map[string]any{"deleted": g.Cache.Delete(batch.OwnerOf(ctx), id), "continuation_id": id})
+	return ok(map[string]any{"deleted": g.Cache.Delete(batch.OwnerOf(auth.Caller(ctx)), id), "continuation_id": id})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 func (g *Gateway) groupTools() []server.ServerTool {
@@ -44,7 +45,7 @@ func (g *Gateway) groupRebalance(ctx context.Context, req mcp.CallToolRequest) (
 	if !found {
 		return fail(&provider.Error{Kind: provider.KindUnknownGroup, ID: id})
 	}
-	st, err := grp.Rebalance(ctx)
+	st, err := grp.Rebalance(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {
 		return fail(err)
 	}

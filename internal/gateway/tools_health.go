@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -117,26 +115,6 @@ func (g *Gateway) metrics(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 			"total_tool_calls":  calls,
 			"total_errors":      errs,
 		},
-	})
-}
-
-// scopedMetrics serves /metrics with all's answer, but to a caller limited
-// to some servers only their series: the text hangar_metrics' prometheus
-// format gives it.
-func (g *Gateway) scopedMetrics(all http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := auth.Caller(r.Context())
-		if len(caller.Servers) == 0 || g.Metrics == nil {
-			all.ServeHTTP(w, r)
-			return
-		}
-		text, err := g.Metrics.TextFor(caller.MayReach)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_, _ = io.WriteString(w, text)
 	})
 }
 

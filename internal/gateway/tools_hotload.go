@@ -8,13 +8,15 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/registry"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 // HotLoader is what the hot-loading tools need; *registry.Loader is one.
 type HotLoader interface {
-	Load(ctx context.Context, name string, forceUnverified bool, allow, deny []string) LoadResult
+	Load(ctx context.Context, progress call.Progress, name string, forceUnverified bool, allow, deny []string) LoadResult
 	Unload(ctx context.Context, id string) UnloadResult
 	Runtime() []RuntimeServer
 }
@@ -86,7 +88,7 @@ func loadHandler(loader func() HotLoader) server.ToolHandlerFunc {
 		if err != nil {
 			return fail(err)
 		}
-		return ok(h.Load(ctx, name, force, allow, deny))
+		return ok(h.Load(ctx, relay.ProgressTo(ctx, req), name, force, allow, deny))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	hangarcatalog "github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/group"
@@ -40,7 +41,7 @@ type hotLoadCall struct {
 	allow, deny []string
 }
 
-func (f *hotFake) Load(_ context.Context, name string, force bool, allow, deny []string) LoadResult {
+func (f *hotFake) Load(_ context.Context, _ call.Progress, name string, force bool, allow, deny []string) LoadResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.loads = append(f.loads, hotLoadCall{name, force, allow, deny})
@@ -246,7 +247,7 @@ type hotBackend struct {
 func (b *hotBackend) ListTools(context.Context) ([]mcpconn.Tool, error) {
 	return []mcpconn.Tool{{Name: "echo"}, {Name: "env"}}, nil
 }
-func (b *hotBackend) CallTool(context.Context, string, any) (*mcp.CallToolResult, error) {
+func (b *hotBackend) CallTool(context.Context, string, any, *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	return mcp.NewToolResultText("ok"), nil
 }
 func (b *hotBackend) Done() <-chan struct{}      { return b.done }

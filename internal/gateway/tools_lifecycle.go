@@ -9,9 +9,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/provider"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 func (g *Gateway) lifecycleTools() []server.ServerTool {
@@ -115,16 +117,6 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	})
 }
 
-// startTimeout bounds hangar_start: the provider's own start timeout plus a
-// little for the handshake's tail.
-func startTimeout(p *provider.Provider) time.Duration {
-	t := p.Spec().StartTimeout
-	if t <= 0 {
-		t = 30 * time.Second
-	}
-	return t + 5*time.Second
-}
-
 func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, err := req.RequireString("mcp_server")
 	if err != nil {
@@ -134,15 +126,15 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 		return fail(err)
 	}
 	if grp, found := g.Groups.Get(id); found {
-		return g.startGroup(ctx, grp)
+		return g.startGroup(ctx, grp, relay.ProgressTo(ctx, req))
 	}
 	p, found := g.Providers.Get(id)
 	if !found {
 		return unknownServer(id)
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	ctx, cancel := context.WithTimeout(ctx, p.StartWait())
 	defer cancel()
-	tools, err := p.Start(ctx)
+	tools, err := p.Start(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {
 		return fail(err)
 	}
@@ -156,8 +148,8 @@ func (g *Gateway) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 // startGroup starts every member of a group in parallel, a few at a time,
 // each within its own start timeout. It fails only when no member starts;
 // members_started counts the members running afterwards.
-func (g *Gateway) startGroup(ctx context.Context, grp *group.Group) (*mcp.CallToolResult, error) {
-	started, err := grp.Start(ctx)
+func (g *Gateway) startGroup(ctx context.Context, grp *group.Group, progress call.Progress) (*mcp.CallToolResult, error) {
+	started, err := grp.Start(ctx, progress)
 	if err != nil {
 		return fail(err)
 	}

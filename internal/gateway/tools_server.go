@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/redact"
+	"github.com/mcp-hangar/hangar/internal/relay"
 )
 
 // warmParallelism bounds concurrent starts by hangar_warm.
@@ -60,7 +61,7 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		return fail(err)
 	}
 	if grp, found := g.Groups.Get(id); found {
-		tools, err := grp.Tools(ctx)
+		tools, err := grp.Tools(ctx, relay.ProgressTo(ctx, req))
 		if err != nil {
 			return fail(err)
 		}
@@ -75,9 +76,9 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if !found {
 		return unknownServer(id)
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+	ctx, cancel := context.WithTimeout(ctx, p.StartWait())
 	defer cancel()
-	tools, err := p.ToolsOrStart(ctx)
+	tools, err := p.ToolsOrStart(ctx, relay.ProgressTo(ctx, req))
 	if err != nil {
 		return fail(err)
 	}
@@ -226,6 +227,7 @@ func nilIfEmpty(s string) any {
 // named explicitly is warmed like any server.
 func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	caller := auth.Caller(ctx)
+	progress := relay.ProgressTo(ctx, req)
 	var ids []string
 	for _, p := range g.topLevel() {
 		if caller.MayReach(p.ID()) {
@@ -267,9 +269,9 @@ func (g *Gateway) warm(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 			continue
 		}
 		eg.Go(func() error {
-			sctx, cancel := context.WithTimeout(ctx, startTimeout(p))
+			sctx, cancel := context.WithTimeout(ctx, p.StartWait())
 			defer cancel()
-			_, err := p.Start(sctx)
+			_, err := p.Start(sctx, progress)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
@@ -57,7 +58,7 @@ func (g *Gateway) tracedChain(ms []server.ToolHandlerMiddleware) []server.ToolHa
 // name went to (a hangar_call batch's calls say it on their own CLIENT
 // spans), and marks a group's context so the member's span names it.
 func traceTarget(ctx context.Context, action, id string, group bool) context.Context {
-	if action != ActionHangarCall {
+	if action != audit.ActionHangarCall {
 		telemetry.ServerOp(ctx).Target(id, group)
 	}
 	if group {

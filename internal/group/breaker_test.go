@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -108,7 +109,7 @@ func TestCircuitThroughGroup(t *testing.T) {
 		f.l.set(f.l.failing, m.ID, true)
 	}
 	for i := range 3 {
-		if _, err := f.g.Call(t.Context(), "who", nil); kindOf(err) != "start_failed" {
+		if _, err := f.g.Call(t.Context(), nil, "who", nil); kindOf(err) != "start_failed" {
 			t.Fatalf("call %d: %v, want start_failed", i, err)
 		}
 	}
@@ -116,7 +117,7 @@ func TestCircuitThroughGroup(t *testing.T) {
 	if launches != 6 {
 		t.Errorf("launches = %d, want 6 (each call tried both members once)", launches)
 	}
-	_, err := f.g.Call(t.Context(), "who", nil)
+	_, err := f.g.Call(t.Context(), nil, "who", nil)
 	if kindOf(err) != KindCircuitOpen || !strings.HasPrefix(err.Error(), "circuit_open: pool (") {
 		t.Fatalf("call with the circuit open: %v", err)
 	}
@@ -130,10 +131,10 @@ func TestCircuitThroughGroup(t *testing.T) {
 
 	// After the timeout a trial call goes through; it fails and reopens.
 	f.clock.Advance(30 * time.Second)
-	if _, err := f.g.Call(t.Context(), "who", nil); kindOf(err) != "start_failed" {
+	if _, err := f.g.Call(t.Context(), nil, "who", nil); kindOf(err) != "start_failed" {
 		t.Fatalf("trial call: %v, want start_failed", err)
 	}
-	if _, err := f.g.Call(t.Context(), "who", nil); kindOf(err) != KindCircuitOpen {
+	if _, err := f.g.Call(t.Context(), nil, "who", nil); kindOf(err) != KindCircuitOpen {
 		t.Fatalf("after a failed trial: %v, want circuit_open", err)
 	}
 
@@ -143,7 +144,7 @@ func TestCircuitThroughGroup(t *testing.T) {
 	}
 	f.clock.Advance(30 * time.Second)
 	for i := range 4 {
-		if _, err := f.g.Call(t.Context(), "who", nil); err != nil {
+		if _, err := f.g.Call(t.Context(), nil, "who", nil); err != nil {
 			t.Fatalf("call %d after recovery: %v", i, err)
 		}
 	}
@@ -161,7 +162,7 @@ func TestCircuitHalfOpenLetsOneCallThrough(t *testing.T) {
 	spec.CircuitBreaker = config.CircuitBreaker{FailureThreshold: 1, ResetTimeout: time.Second}
 	f := newFixture(t, spec, fixtureOpts{backoff: time.Nanosecond})
 	f.l.set(f.l.failing, "m0", true)
-	if _, err := f.g.Call(t.Context(), "who", nil); err == nil {
+	if _, err := f.g.Call(t.Context(), nil, "who", nil); err == nil {
 		t.Fatal("call on a failing member succeeded")
 	}
 	f.l.set(f.l.failing, "m0", false)
@@ -174,10 +175,10 @@ func TestCircuitHalfOpenLetsOneCallThrough(t *testing.T) {
 	var trialErr error
 	go func() {
 		defer wg.Done()
-		_, trialErr = f.g.Call(ctx, "block", nil)
+		_, trialErr = f.g.Call(ctx, nil, "block", nil)
 	}()
 	f.l.waitEntered(t)
-	if _, err := f.g.Call(t.Context(), "who", nil); kindOf(err) != KindCircuitOpen {
+	if _, err := f.g.Call(t.Context(), nil, "who", nil); kindOf(err) != KindCircuitOpen {
 		t.Errorf("call during the trial: %v, want circuit_open", err)
 	}
 	if st := f.g.Status(); st.State != Unavailable {
@@ -188,11 +189,11 @@ func TestCircuitHalfOpenLetsOneCallThrough(t *testing.T) {
 	if kindOf(trialErr) != "call_timeout" {
 		t.Fatalf("trial: %v", trialErr)
 	}
-	if _, err := f.g.Call(t.Context(), "who", nil); kindOf(err) != KindCircuitOpen {
+	if _, err := f.g.Call(t.Context(), nil, "who", nil); kindOf(err) != KindCircuitOpen {
 		t.Errorf("after the trial timed out: %v, want circuit_open", err)
 	}
 	// A rebalance closes it at once.
-	if _, err := f.g.Rebalance(t.Context()); err != nil {
+	if _, err := f.g.Rebalance(t.Context(), call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.who(t); got != "m0" {

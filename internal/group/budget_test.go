@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/retry"
@@ -24,9 +25,9 @@ func TestFailoverTakesFromTheBudget(t *testing.T) {
 		f.l.mu.Lock()
 		f.l.crashing["m0"], f.l.crashing["m1"] = true, true
 		f.l.mu.Unlock()
-		ctx, b := retry.WithBudget(t.Context(), tt.budget)
+		b := retry.NewBudget(tt.budget)
 		b.Take() // the caller's own attempt, as the batch executor takes it
-		_, err := f.g.Call(ctx, "who", nil)
+		_, err := f.g.Call(t.Context(), &call.Request{Budget: b}, "who", nil)
 		if kindOf(err) != provider.KindCrashed {
 			t.Errorf("budget %d: error %v, want a crash", tt.budget, err)
 		}

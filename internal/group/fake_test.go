@@ -48,7 +48,7 @@ func (b *fakeBackend) ListTools(context.Context) ([]mcpconn.Tool, error) {
 	return []mcpconn.Tool{{Name: "who"}, {Name: "fail"}, {Name: "crash"}, {Name: "block"}}, nil
 }
 
-func (b *fakeBackend) CallTool(ctx context.Context, name string, _ any) (*mcp.CallToolResult, error) {
+func (b *fakeBackend) CallTool(ctx context.Context, name string, _ any, _ *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	b.l.entered <- b.member
 	if b.l.has(b.l.crashing, b.member) {
 		name = "crash"
@@ -272,7 +272,7 @@ func newFixture(t *testing.T, spec *config.Server, o fixtureOpts) *fixture {
 // who calls "who" through the group and returns the member that answered.
 func (f *fixture) who(t *testing.T) string {
 	t.Helper()
-	res, err := f.g.Call(t.Context(), "who", nil)
+	res, err := f.g.Call(t.Context(), nil, "who", nil)
 	if err != nil {
 		t.Fatalf("call through the group: %v", err)
 	}

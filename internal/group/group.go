@@ -24,10 +24,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
-	"github.com/mcp-hangar/hangar/internal/retry"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
@@ -176,8 +176,9 @@ func (g *Group) noHealthy() error {
 // Call invokes a tool on a member chosen by the strategy. When the way to
 // that member fails (crash, transport, unavailable, busy, failed start) the
 // call is tried once more on another member in rotation; a tool error or a
-// timeout is the answer.
-func (g *Group) Call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+// timeout is the answer. rq (nil: an in-process call) goes on to the
+// member, and its attempt budget bounds the failover.
+func (g *Group) Call(ctx context.Context, rq *call.Request, tool string, args any) (*mcp.CallToolResult, error) {
 	g.mu.Lock()
 	if g.retired {
 		g.mu.Unlock()
@@ -196,17 +197,17 @@ func (g *Group) Call(ctx context.Context, tool string, args any) (*mcp.CallToolR
 	var res *mcp.CallToolResult
 	err := g.noHealthy()
 	if m != nil {
-		res, err = g.callMember(ctx, m, tool, args)
+		res, err = g.callMember(ctx, rq, m, tool, args)
 		// The failover is one more member call: it is made only when the
 		// caller's attempt budget (hangar_call's max_attempts) allows.
-		if err != nil && failover(err) && ctx.Err() == nil && retry.Take(ctx) {
+		if err != nil && failover(err) && ctx.Err() == nil && rq.Take() {
 			g.mu.Lock()
 			next := g.take(m)
 			g.mu.Unlock()
 			if next != nil {
 				g.log.Debug("failing over", "from", m.p.ID(), "to", next.p.ID(), "error", err)
 				telemetry.Event(ctx, telemetry.EventRetry, telemetry.AttrMember.String(next.p.ID()))
-				res, err = g.callMember(ctx, next, tool, args)
+				res, err = g.callMember(ctx, rq, next, tool, args)
 			}
 		}
 	}
@@ -233,13 +234,13 @@ func (g *Group) take(skip *member) *member {
 	return m
 }
 
-func (g *Group) callMember(ctx context.Context, m *member, tool string, args any) (*mcp.CallToolResult, error) {
+func (g *Group) callMember(ctx context.Context, rq *call.Request, m *member, tool string, args any) (*mcp.CallToolResult, error) {
 	defer func() {
 		g.mu.Lock()
 		m.inflight--
 		g.mu.Unlock()
 	}()
-	return m.p.Call(ctx, tool, args)
+	return m.p.Call(ctx, rq, tool, args)
 }
 
 // Status is a group's observable state.
@@ -307,16 +308,6 @@ func (g *Group) Status() Status {
 // State is Status().State.
 func (g *Group) State() State { return g.Status().State }
 
-// memberTimeout bounds one member's start: its start timeout plus a little
-// for the handshake's tail.
-func memberTimeout(p *provider.Provider) time.Duration {
-	t := p.Spec().StartTimeout
-	if t <= 0 {
-		t = 30 * time.Second
-	}
-	return t + 5*time.Second
-}
-
 // eachMember runs f for every member, a few at once, and waits.
 func (g *Group) eachMember(f func(m *member)) {
 	var eg errgroup.Group
@@ -331,8 +322,9 @@ func (g *Group) eachMember(f func(m *member)) {
 }
 
 // Start starts every member (hangar_start), retrying failed ones, and
-// returns how many run. It fails only when none does.
-func (g *Group) Start(ctx context.Context) (int, error) {
+// returns how many run. It fails only when none does. The members' image
+// pulls are reported to progress.
+func (g *Group) Start(ctx context.Context, progress call.Progress) (int, error) {
 	if g.isRetired() {
 		return 0, g.unknown()
 	}
@@ -340,9 +332,9 @@ func (g *Group) Start(ctx context.Context) (int, error) {
 	started := 0
 	var errs []string
 	g.eachMember(func(m *member) {
-		sctx, cancel := context.WithTimeout(ctx, memberTimeout(m.p))
+		sctx, cancel := context.WithTimeout(ctx, m.p.StartWait())
 		defer cancel()
-		_, err := m.p.Start(sctx)
+		_, err := m.p.Start(sctx, progress)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -378,8 +370,9 @@ func (g *Group) Stop(ctx context.Context, reason string) error {
 }
 
 // Tools returns the tools of a member in rotation (hangar_tools): a running
-// one when there is one, else the first that starts.
-func (g *Group) Tools(ctx context.Context) ([]mcpconn.Tool, error) {
+// one when there is one, else the first that starts (its pull reported to
+// progress).
+func (g *Group) Tools(ctx context.Context, progress call.Progress) ([]mcpconn.Tool, error) {
 	if g.isRetired() {
 		return nil, g.unknown()
 	}
@@ -393,9 +386,9 @@ func (g *Group) Tools(ctx context.Context) ([]mcpconn.Tool, error) {
 	}
 	err := g.noHealthy()
 	for _, p := range append(ready, rest...) {
-		sctx, cancel := context.WithTimeout(ctx, memberTimeout(p))
+		sctx, cancel := context.WithTimeout(ctx, p.StartWait())
 		var tools []mcpconn.Tool
-		tools, err = p.ToolsOrStart(sctx)
+		tools, err = p.ToolsOrStart(sctx, progress)
 		cancel()
 		if err == nil {
 			return tools, nil
@@ -414,8 +407,9 @@ func (g *Group) Tools(ctx context.Context) ([]mcpconn.Tool, error) {
 // has healthy_threshold in a row (at once by default); a member that fails
 // its check leaves rotation at once, whatever unhealthy_threshold says: a
 // rebalance is asked for to drop what is broken now. Then the circuit
-// breaker is reset.
-func (g *Group) Rebalance(ctx context.Context) (Status, error) {
+// breaker is reset. The pulls of the starts it makes are reported to
+// progress.
+func (g *Group) Rebalance(ctx context.Context, progress call.Progress) (Status, error) {
 	if g.isRetired() {
 		return Status{}, g.unknown()
 	}
@@ -423,7 +417,7 @@ func (g *Group) Rebalance(ctx context.Context) (Status, error) {
 		g.mu.Lock()
 		inRot := m.inRotation
 		g.mu.Unlock()
-		cctx, cancel := context.WithTimeout(ctx, memberTimeout(m.p))
+		cctx, cancel := context.WithTimeout(ctx, m.p.StartWait())
 		defer cancel()
 		var err error
 		switch st := m.p.State(); {
@@ -434,7 +428,7 @@ func (g *Group) Rebalance(ctx context.Context) (Status, error) {
 				return
 			}
 		case st == provider.Dead || st == provider.Initializing || !inRot:
-			_, err = m.p.Start(cctx)
+			_, err = m.p.Start(cctx, progress)
 		default:
 			return
 		}

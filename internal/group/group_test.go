@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -42,7 +43,7 @@ func TestRotationThresholds(t *testing.T) {
 
 	// One success is not enough with healthy_threshold 2.
 	f.l.set(f.l.failing, "b", false)
-	st, err := f.g.Rebalance(t.Context())
+	st, err := f.g.Rebalance(t.Context(), call.Progress{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestRotationThresholds(t *testing.T) {
 		t.Fatalf("b after a good start: %+v", m)
 	}
 	// The second (a health check of the running b) is.
-	st, _ = f.g.Rebalance(t.Context())
+	st, _ = f.g.Rebalance(t.Context(), call.Progress{})
 	if !slices.Equal(st.InRotation, []string{"a", "b"}) {
 		t.Fatalf("after two successes in rotation: %v", st.InRotation)
 	}
@@ -80,7 +81,7 @@ func TestRebalanceEjectsFailingMember(t *testing.T) {
 	spec := groupSpec("g", config.StrategyRoundRobin, members(3)...)
 	spec.Health.UnhealthyThreshold = 5
 	f := newFixture(t, spec, fixtureOpts{})
-	if _, err := f.g.Start(t.Context()); err != nil {
+	if _, err := f.g.Start(t.Context(), call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	// m0 runs but fails its check; m1 is fine; m2 is out of rotation,
@@ -95,7 +96,7 @@ func TestRebalanceEjectsFailingMember(t *testing.T) {
 	f.g.breaker.openedAt = f.clock.Now()
 	f.g.mu.Unlock()
 
-	st, err := f.g.Rebalance(t.Context())
+	st, err := f.g.Rebalance(t.Context(), call.Progress{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +137,11 @@ func TestOutcomesMoveRotation(t *testing.T) {
 			spec.Health.UnhealthyThreshold = 5
 			f := newFixture(t, spec, fixtureOpts{})
 			p, _ := f.mgr.Get("a")
-			if _, err := p.Start(t.Context()); err != nil {
+			if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 				t.Fatal(err)
 			}
 			f.g.observe(f.g.members[0], failure)
-			_, _ = p.Call(t.Context(), tt.tool, nil)
+			_, _ = p.Call(t.Context(), nil, tt.tool, nil)
 			if got := f.member(t, "a").ConsecutiveFailures; got != tt.want {
 				t.Errorf("consecutive_failures = %d, want %d", got, tt.want)
 			}
@@ -156,11 +157,11 @@ func TestCrashLeavesRotation(t *testing.T) {
 	spec := groupSpec("g", config.StrategyRoundRobin, members(2)...)
 	spec.Health.UnhealthyThreshold = 1
 	f := newFixture(t, spec, fixtureOpts{})
-	if n, err := f.g.Start(t.Context()); err != nil || n != 2 {
+	if n, err := f.g.Start(t.Context(), call.Progress{}); err != nil || n != 2 {
 		t.Fatalf("Start = %d, %v", n, err)
 	}
 	m0, _ := f.mgr.Get("m0")
-	if _, err := m0.Call(t.Context(), "crash", nil); kindOf(err) != provider.KindCrashed {
+	if _, err := m0.Call(t.Context(), nil, "crash", nil); kindOf(err) != provider.KindCrashed {
 		t.Fatalf("crash: %v", err)
 	}
 	st := f.g.Status()
@@ -172,7 +173,7 @@ func TestCrashLeavesRotation(t *testing.T) {
 			t.Errorf("call on %s with m0 out", got)
 		}
 	}
-	st, err := f.g.Rebalance(t.Context())
+	st, err := f.g.Rebalance(t.Context(), call.Progress{})
 	if err != nil || !slices.Equal(st.InRotation, []string{"m0", "m1"}) || st.HealthyCount != 2 {
 		t.Fatalf("after rebalance: %+v, %v", st, err)
 	}
@@ -215,7 +216,7 @@ func TestFailover(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
 				defer cancel()
 			}
-			res, err := f.g.Call(ctx, tt.tool, nil)
+			res, err := f.g.Call(ctx, nil, tt.tool, nil)
 			if kindOf(err) != tt.wantKind {
 				t.Errorf("error %v, want kind %q", err, tt.wantKind)
 			}
@@ -248,14 +249,14 @@ func TestNoHealthyMembers(t *testing.T) {
 	f := newFixture(t, spec, fixtureOpts{})
 	f.l.set(f.l.failing, "m0", true)
 	f.l.set(f.l.failing, "m1", true)
-	if _, err := f.g.Call(t.Context(), "who", nil); kindOf(err) != provider.KindStartFailed {
+	if _, err := f.g.Call(t.Context(), nil, "who", nil); kindOf(err) != provider.KindStartFailed {
 		t.Fatalf("first call: %v", err)
 	}
-	_, err := f.g.Call(t.Context(), "who", nil)
+	_, err := f.g.Call(t.Context(), nil, "who", nil)
 	if err == nil || err.Error() != "no_healthy_members_in_group: pool" {
 		t.Fatalf("call with no member in rotation: %v", err)
 	}
-	if _, err := f.g.Tools(t.Context()); err == nil || err.Error() != "no_healthy_members_in_group: pool" {
+	if _, err := f.g.Tools(t.Context(), call.Progress{}); err == nil || err.Error() != "no_healthy_members_in_group: pool" {
 		t.Errorf("Tools: %v", err)
 	}
 	if st := f.g.Status(); st.State != Unavailable || st.HealthyCount != 0 || st.Available || len(st.InRotation) != 0 {
@@ -309,14 +310,14 @@ func TestLifecycle(t *testing.T) {
 	if st := f.g.Status(); st.State != Cold || st.HealthyCount != 3 || st.TotalMembers != 3 || !st.Available {
 		t.Fatalf("new group: %+v", st)
 	}
-	tools, err := f.g.Tools(t.Context())
+	tools, err := f.g.Tools(t.Context(), call.Progress{})
 	if err != nil || len(tools) != 4 {
 		t.Fatalf("Tools = %v, %v", tools, err)
 	}
 	if n := f.l.launchCount("m0") + f.l.launchCount("m1") + f.l.launchCount("m2"); n != 1 {
 		t.Errorf("Tools started %d members, want 1", n)
 	}
-	n, err := f.g.Start(t.Context())
+	n, err := f.g.Start(t.Context(), call.Progress{})
 	if err != nil || n != 3 {
 		t.Fatalf("Start = %d, %v", n, err)
 	}
@@ -341,12 +342,12 @@ func TestStartFailsOnlyWhenNoMemberStarts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, groupSpec("g", config.StrategyRoundRobin, members(2)...), fixtureOpts{})
 	f.l.set(f.l.failing, "m0", true)
-	if n, err := f.g.Start(t.Context()); err != nil || n != 1 {
+	if n, err := f.g.Start(t.Context(), call.Progress{}); err != nil || n != 1 {
 		t.Errorf("Start with one failing member = %d, %v", n, err)
 	}
 	f.l.set(f.l.failing, "m1", true)
 	f.g.Stop(t.Context(), "test")
-	_, err := f.g.Start(t.Context())
+	_, err := f.g.Start(t.Context(), call.Progress{})
 	if kindOf(err) != provider.KindStartFailed || !strings.HasPrefix(err.Error(), "start_failed: g (no member started: ") {
 		t.Errorf("Start with no member starting: %v", err)
 	}
@@ -380,7 +381,7 @@ func TestRegistry(t *testing.T) {
 	if got := mgr.IDs(); !slices.Equal(got, []string{"m0", "m1"}) {
 		t.Errorf("after a rejected group the manager holds %v", got)
 	}
-	if _, err := g.Call(t.Context(), "who", nil); err != nil {
+	if _, err := g.Call(t.Context(), nil, "who", nil); err != nil {
 		t.Fatal(err)
 	}
 	removed, ok := reg.Remove("pool")
@@ -398,7 +399,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s after Retire: %s", p.ID(), p.State())
 		}
 	}
-	if _, err := g.Call(t.Context(), "who", nil); err == nil || err.Error() != "unknown_group: pool" {
+	if _, err := g.Call(t.Context(), nil, "who", nil); err == nil || err.Error() != "unknown_group: pool" {
 		t.Errorf("call on a removed group: %v", err)
 	}
 	if _, ok := reg.Get("pool"); ok || len(reg.List()) != 0 {
@@ -428,7 +429,7 @@ func TestConcurrentCalls(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for range per {
-						res, err := f.g.Call(t.Context(), "who", nil)
+						res, err := f.g.Call(t.Context(), nil, "who", nil)
 						if err != nil {
 							errs <- err
 							continue
@@ -449,7 +450,7 @@ func TestConcurrentCalls(t *testing.T) {
 					default:
 					}
 					_ = f.g.Status()
-					_, _ = f.g.Rebalance(t.Context())
+					_, _ = f.g.Rebalance(t.Context(), call.Progress{})
 				}
 			}()
 			// c fails its health checks: rebalances move it in and out.

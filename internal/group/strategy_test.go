@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -99,7 +100,7 @@ func TestLeastConnectionsAvoidsBusyMembers(t *testing.T) {
 	for range 3 {
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
-			_, err := f.g.Call(ctx, "block", nil)
+			_, err := f.g.Call(ctx, nil, "block", nil)
 			ended <- err
 		}()
 		m := f.l.waitEntered(t)
@@ -144,7 +145,7 @@ func TestPriorityFallsBackWhenBestLeaves(t *testing.T) {
 			t.Errorf("with primary out, call on %s", got)
 		}
 	}
-	if _, err := f.g.Rebalance(t.Context()); err != nil {
+	if _, err := f.g.Rebalance(t.Context(), call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.who(t); got != "primary" {

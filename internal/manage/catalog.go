@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/group"
@@ -145,7 +146,7 @@ func (c *ProviderCatalog) Restart(ctx context.Context, id string) error {
 			if err := g.Stop(ctx, "restart"); err != nil {
 				return err
 			}
-			run(func() { _, _ = g.Start(context.WithoutCancel(ctx)) })
+			run(func() { _, _ = g.Start(context.WithoutCancel(ctx), call.Progress{}) })
 			return nil
 		}
 	}
@@ -156,7 +157,7 @@ func (c *ProviderCatalog) Restart(ctx context.Context, id string) error {
 	if err := p.Stop(ctx, "restart", false); err != nil {
 		return err
 	}
-	run(func() { _, _ = p.Start(context.WithoutCancel(ctx)) })
+	run(func() { _, _ = p.Start(context.WithoutCancel(ctx), call.Progress{}) })
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/catalog"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
@@ -55,7 +56,7 @@ type fakeBackend struct {
 }
 
 func (b *fakeBackend) ListTools(context.Context) ([]mcpconn.Tool, error) { return b.tools, nil }
-func (b *fakeBackend) CallTool(_ context.Context, name string, _ any) (*mcp.CallToolResult, error) {
+func (b *fakeBackend) CallTool(_ context.Context, name string, _ any, _ *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	return mcp.NewToolResultText("called " + name), nil
 }
 func (b *fakeBackend) Done() <-chan struct{} { return b.done }
@@ -185,7 +186,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	cfg := config.Default()
 	g := gateway.New(cfg, mgr, nil, nil, log)
 	g.Catalog.Publish(context.Background(), catalog.SourceConfig, ho.servers, "test")
-	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: cfg.Execution}
+	o := manage.Options{Install: clientconfig.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: cfg.Execution}}
 	if ho.opts != nil {
 		o = *ho.opts
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -32,10 +33,10 @@ type InstallResult struct {
 
 // ServerOutcome is one server of an install.
 type ServerOutcome struct {
-	Name        string      `json:"name"`
-	Status      string      `json:"status"` // installed | updated | validation_error
-	Diagnostics Diagnostics `json:"diagnostics"`
-	Server      *Item       `json:"server,omitempty"`
+	Name        string                   `json:"name"`
+	Status      string                   `json:"status"` // installed | updated | validation_error
+	Diagnostics clientconfig.Diagnostics `json:"diagnostics"`
+	Server      *Item                    `json:"server,omitempty"`
 }
 
 // Change is one entry of mcp/changed.
@@ -53,7 +54,7 @@ func (s *Service) Install(ctx context.Context, p InstallParams) (*InstallResult,
 	if err := s.checkScope(p.Scope); err != nil {
 		return nil, err
 	}
-	names, entries, rootKey, err := Parse(p.ConfigJSON)
+	names, entries, rootKey, err := clientconfig.Parse(p.ConfigJSON)
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
@@ -104,13 +105,13 @@ func (s *Service) Install(ctx context.Context, p InstallParams) (*InstallResult,
 
 // installOne validates, seals and stores one entry. Call with s.mu held.
 func (s *Service) installOne(ctx context.Context, who auth.Identity, name string, raw json.RawMessage, field string, p InstallParams) ServerOutcome {
-	out := ServerOutcome{Name: name, Status: "validation_error", Diagnostics: Diagnostics{}}
-	if !ValidName(name) {
-		out.Diagnostics.add(LevelError, CodeInvalidName, field, "server name must match ^[A-Za-z0-9_-]{1,64}$")
+	out := ServerOutcome{Name: name, Status: "validation_error", Diagnostics: clientconfig.Diagnostics{}}
+	if !clientconfig.ValidName(name) {
+		out.Diagnostics.Add(clientconfig.LevelError, clientconfig.CodeInvalidName, field, "server name must match ^[A-Za-z0-9_-]{1,64}$")
 		return out
 	}
 	if err := mayReach(who, name); err != nil {
-		out.Diagnostics.add(LevelError, CodeNameTaken, field, "%s", err.Error())
+		out.Diagnostics.Add(clientconfig.LevelError, clientconfig.CodeNameTaken, field, "%s", err.Error())
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			s.auditRefusal(ctx, who, name, MethodInstall, ae)
@@ -118,22 +119,22 @@ func (s *Service) installOne(ctx context.Context, who auth.Identity, name string
 		return out
 	}
 	if srv, ok := s.Catalog.Server(name); ok && srv.Source != SourceInstalled {
-		out.Diagnostics.add(LevelError, CodeNameTaken, field, "the name %q is taken by a server from %s", name, srv.Source)
+		out.Diagnostics.Add(clientconfig.LevelError, clientconfig.CodeNameTaken, field, "the name %q is taken by a server from %s", name, srv.Source)
 		return out
 	}
-	e, diags := DecodeEntry(field, raw)
+	e, diags := clientconfig.DecodeEntry(field, raw)
 	out.Diagnostics = append(out.Diagnostics, diags...)
 	if diags.HasError() {
 		return out
 	}
 	sealed := Seal(name, newGeneration(), e, field)
-	spec, diags := Map(name, sealed.Entry, field, s.Options)
+	spec, diags := clientconfig.Map(name, sealed.Entry, field, s.Options.Install)
 	out.Diagnostics = append(out.Diagnostics, diags...)
 	if spec == nil {
 		return out
 	}
 	for _, f := range sealed.Fields {
-		out.Diagnostics.add(LevelInfo, CodeSecretStored, f, "value stored in the gateway keystore")
+		out.Diagnostics.Add(clientconfig.LevelInfo, clientconfig.CodeSecretStored, f, "value stored in the gateway keystore")
 	}
 
 	now := time.Now().UTC()
@@ -153,7 +154,7 @@ func (s *Service) installOne(ctx context.Context, who auth.Identity, name string
 	fail := func(what string, err error) ServerOutcome {
 		s.Log.Error("install failed", "mcp_server", name, "step", what, "error", err)
 		out.Status = "validation_error"
-		out.Diagnostics.add(LevelError, "store_error", field, "could not %s: the store refused the write", what)
+		out.Diagnostics.Add(clientconfig.LevelError, "store_error", field, "could not %s: the store refused the write", what)
 		return out
 	}
 	if err := s.Store.DeleteSecrets(ctx, SecretPrefix(name)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/redact"
@@ -116,7 +117,7 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 	in, isInstalled := s.installs[id]
 	startedBefore, restarting := s.started[id], s.restarting[id]
 	var rec store.Install
-	var sealed Entry
+	var sealed clientconfig.Entry
 	installErr := ""
 	if isInstalled {
 		rec, sealed, installErr = in.rec, in.sealed, in.err
@@ -143,9 +144,9 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 		// The transport of an installed server is built from its sealed
 		// entry: placeholders, never values.
 		// Env files are not read for a listing: their names are enough.
-		o := s.Options
-		o.listing = true
-		if spec, _ := Map(id, sealed, "", o); spec != nil {
+		o := s.Options.Install
+		o.Listing = true
+		if spec, _ := clientconfig.Map(id, sealed, "", o); spec != nil {
 			it.Transport = transportOf(spec)
 		}
 		switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -32,9 +33,9 @@ var (
 
 // Prepare passes the next launcher's preparation (image pulls, digest
 // pins, signatures) through; it needs no secret values.
-func (l *SecretLauncher) Prepare(ctx context.Context, spec *config.Server) error {
+func (l *SecretLauncher) Prepare(ctx context.Context, spec *config.Server, progress call.Progress) error {
 	if pr, ok := l.Next.(provider.Preparer); ok {
-		return pr.Prepare(ctx, spec)
+		return pr.Prepare(ctx, spec, progress)
 	}
 	return nil
 }
@@ -80,8 +81,8 @@ func (s *scrubbed) Stderr() string { return Scrub(s.Backend.Stderr(), s.secrets)
 func (s *scrubbed) Exit() string   { return Scrub(s.Backend.Exit(), s.secrets) }
 
 // CallTool scrubs errors, which may quote a URL with a credential in it.
-func (s *scrubbed) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-	res, err := s.Backend.CallTool(ctx, name, args)
+func (s *scrubbed) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
+	res, err := s.Backend.CallTool(ctx, name, args, o)
 	return res, s.scrub(err)
 }
 

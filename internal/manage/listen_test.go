@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/manage"
 )
@@ -22,7 +23,7 @@ func TestManagementChangesReachListenStreams(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			var h *harness
-			o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution, OnChanged: func() { h.Gateway.FrontDoor.Kick() }}
+			o := manage.Options{Install: clientconfig.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution}, OnChanged: func() { h.Gateway.FrontDoor.Kick() }}
 			h = newHarness(t, harnessOpts{opts: &o})
 			h.Gateway.Exposed = func(id string) (bool, bool) {
 				p, ok := h.Svc.Policy(id)
@@ -44,7 +45,7 @@ func TestManagementChangesReachListenStreams(t *testing.T) {
 			t.Cleanup(func() { _ = s.Close() })
 
 			h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
-			if _, err := h.Gateway.Batch().Invoke(t.Context(), "svc", "add", nil); err != nil {
+			if _, err := h.Gateway.Batch().Invoke(t.Context(), nil, "svc", "add", nil); err != nil {
 				t.Fatal(err)
 			}
 			for _, step := range []struct {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -148,7 +149,7 @@ func targetOf(params json.RawMessage) string {
 // it exists).
 func (s *Service) auditRefusal(ctx context.Context, who auth.Identity, server, action string, e *auth.Error) {
 	entry := store.AuditEntry{At: time.Now().UTC(), Server: server, Identity: who.Name, Action: action, Allowed: false,
-		Reason: "forbidden: " + e.Message, Outcome: "denied"}
+		Reason: audit.ForbiddenReason(e), Outcome: audit.OutcomeDenied}
 	if err := s.Store.AppendAudit(ctx, entry); err != nil {
 		s.Log.Warn("audit not written", "mcp_server", server, "action", action, "error", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -32,7 +33,7 @@ func placeholder(ref string) string { return "${keystore:" + ref + "}" }
 
 // Sealed is an entry with its secrets taken out.
 type Sealed struct {
-	Entry Entry
+	Entry clientconfig.Entry
 	// Secrets are ref → value, to put in the keystore.
 	Secrets map[string]string
 	// Fields are the field paths whose values were sealed (for the
@@ -44,7 +45,7 @@ type Sealed struct {
 // and authorization, URL user-info and query values, docker -e values,
 // values of credential-like flags) by keystore placeholders.
 // gen names this install's generation of secrets ("" for none).
-func Seal(name, gen string, e Entry, field string) Sealed {
+func Seal(name, gen string, e clientconfig.Entry, field string) Sealed {
 	s := Sealed{Entry: e, Secrets: map[string]string{}}
 	n := 0
 	take := func(fp, v string) string {
@@ -87,7 +88,7 @@ func Seal(name, gen string, e Entry, field string) Sealed {
 	s.Entry.Token = take(field+".token", e.Token)
 	s.Entry.Authorization = take(field+".authorization", e.Authorization)
 	s.Entry.URL = sealQuery(s.Entry.URL, field+".url", take)
-	s.Entry.Args = sealArgs(e.Args, field+".args", commandName(e.Command) == "docker", take)
+	s.Entry.Args = sealArgs(e.Args, field+".args", clientconfig.CommandName(e.Command) == "docker", take)
 	return s
 }
 

@@ -1,3 +1,12 @@
+// Package manage is the management protocol of seed 003: the mcp/*
+// methods (install servers from the mcpServers JSON people keep in their
+// MCP client configs, set their policy, restart, uninstall, read details)
+// and the change notifications (mcp/changed, /events). In the data flow
+// it is a face beside the hangar_* tools and the dashboard: it reads
+// servers from the read model (mcp/server/details), maps an install's
+// entries with internal/clientconfig, seals their secrets in the keystore,
+// keeps installs in the store and publishes them to the catalog as the
+// "installed" source.
 package manage
 
 import (
@@ -14,7 +23,9 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -56,6 +67,23 @@ type Bindings interface {
 	RecentBindings(server string, limit int) []Binding
 }
 
+// Options are the service's: the install policy entries are mapped under,
+// and whom it tells of changes.
+type Options struct {
+	// Install is what the gateway's config says about running installed
+	// entries (runtimes, subprocesses, egress, what they may get of the
+	// host).
+	Install clientconfig.Options
+	// OnChanged, when set, is called after every install, update, policy
+	// change or uninstall (the front door lists again).
+	OnChanged func()
+	// SaveCatalog, when set, keeps a server's catalog in the store after
+	// a start brings a new one. nil: another owner (the gateway's front
+	// door) keeps them, with the image they came from; this service only
+	// reads them.
+	SaveCatalog func(ctx context.Context, server string, tools []mcpconn.Tool) error
+}
+
 // Service is the management protocol.
 type Service struct {
 	Catalog  Catalog
@@ -92,7 +120,7 @@ type Service struct {
 // installed is one installed server as the service holds it.
 type installed struct {
 	rec    store.Install
-	sealed Entry
+	sealed clientconfig.Entry
 	// err says why an enabled install is not served (a secret missing
 	// from the keystore, a runtime no longer configured); "" when served.
 	err string
@@ -135,7 +163,7 @@ func (s *Service) Restore(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rec := range list {
-		var e Entry
+		var e clientconfig.Entry
 		if err := json.Unmarshal(rec.Config, &e); err != nil {
 			s.Log.Error("installed server not restored: its stored config does not decode", "mcp_server", rec.Name, "error", err)
 			s.installs[rec.Name] = &installed{rec: rec, err: "stored config does not decode", undecodable: true}
@@ -158,7 +186,7 @@ func (s *Service) Reload(ctx context.Context) error {
 	defer s.mu.Unlock()
 	next := make(map[string]*installed, len(list))
 	for _, rec := range list {
-		var e Entry
+		var e clientconfig.Entry
 		if err := json.Unmarshal(rec.Config, &e); err != nil {
 			next[rec.Name] = &installed{rec: rec, err: "stored config does not decode", undecodable: true}
 			continue
@@ -176,8 +204,8 @@ func (s *Service) Reload(ctx context.Context) error {
 }
 
 // specOf builds the spec of an installed server, secrets still sealed.
-func (s *Service) specOf(name string, in *installed) (*config.Server, Diagnostics) {
-	return Map(name, in.sealed, "mcpServers."+name, s.Options)
+func (s *Service) specOf(name string, in *installed) (*config.Server, clientconfig.Diagnostics) {
+	return clientconfig.Map(name, in.sealed, "mcpServers."+name, s.Options.Install)
 }
 
 // publish hands the enabled installs to the catalog, secrets still sealed
@@ -217,9 +245,9 @@ func (s *Service) publish(ctx context.Context) error {
 	return s.Catalog.PublishInstalled(ctx, specs)
 }
 
-func firstError(d Diagnostics) string {
+func firstError(d clientconfig.Diagnostics) string {
 	for _, x := range d {
-		if x.Level == LevelError {
+		if x.Level == clientconfig.LevelError {
 			return x.Message
 		}
 	}

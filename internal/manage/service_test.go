@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/manage"
@@ -57,7 +58,7 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 		switch m["name"] {
 		case "bad":
 			d := diags[0].(map[string]any)
-			if d["code"] != manage.CodeWidensHardening || d["level"] != "error" || d["field_path"] != "mcpServers.bad.args[1]" ||
+			if d["code"] != clientconfig.CodeWidensHardening || d["level"] != "error" || d["field_path"] != "mcpServers.bad.args[1]" ||
 				!strings.Contains(d["message"].(string), "--privileged") {
 				t.Errorf("bad diagnostic = %v", d)
 			}
@@ -66,7 +67,7 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 			}
 		case "remote", "npxsrv":
 			d := diags[len(diags)-1].(map[string]any)
-			if d["code"] != manage.CodeSecretStored || d["level"] != "info" {
+			if d["code"] != clientconfig.CodeSecretStored || d["level"] != "info" {
 				t.Errorf("%s: last diagnostic = %v, want secret_stored", m["name"], d)
 			}
 			fallthrough
@@ -108,7 +109,7 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 	}
 
 	// A start gets the secret: only the provider's spec holds it.
-	if _, err := h.Gateway.Batch().Invoke(context.Background(), "npxsrv", "add", map[string]any{}); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(context.Background(), nil, "npxsrv", "add", map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
 	l := h.Launcher.launches("npxsrv")
@@ -211,7 +212,7 @@ func TestDisableStopsAndRefusesCalls(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["pkg"]}}}`, nil)
 	ctx := context.Background()
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !h.Launcher.running("svc") {
@@ -230,7 +231,7 @@ func TestDisableStopsAndRefusesCalls(t *testing.T) {
 	if it := item(t, h.rpc(manage.MethodList, nil), "svc"); it == nil || it["status"] != "disabled" {
 		t.Errorf("disabled server not listed as disabled: %v", it)
 	}
-	_, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil)
+	_, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil)
 	if err == nil || !strings.Contains(err.Error(), manage.KindDisabled) || !strings.Contains(err.Error(), "policy") {
 		t.Fatalf("call to a disabled server: %v", err)
 	}
@@ -238,7 +239,7 @@ func TestDisableStopsAndRefusesCalls(t *testing.T) {
 		t.Errorf("launches = %d: the call started a disabled server", n)
 	}
 	h.rpc(manage.MethodPolicySet, map[string]any{"name": "svc", "enabled": true})
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatalf("enabled again: %v", err)
 	}
 }
@@ -248,7 +249,7 @@ func TestRestart(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ev := h.subscribe("")
 	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["pkg"]}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(context.Background(), "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(context.Background(), nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	// The first start's notifications come asynchronously: read up to
@@ -284,7 +285,7 @@ func TestUninstall(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "v-secret"}}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(context.Background(), "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(context.Background(), nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	r := h.rpc(manage.MethodUninstall, map[string]any{"name": "svc"})
@@ -343,7 +344,7 @@ func TestDetails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(context.Background(), "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(context.Background(), nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	r := h.rpcAs("reader", manage.MethodDetails, map[string]any{"server_id": "svc"})
@@ -439,7 +440,7 @@ func TestNotificationsInOrder(t *testing.T) {
 	// from the provider's events, after the call that caused them.
 	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
 	read(all...)
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	read(all...)
@@ -484,7 +485,7 @@ func TestCatalogChangedOnlyWhenTheCatalogChanges(t *testing.T) {
 	ev := h.subscribe("")
 	ctx := context.Background()
 	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	ev.next(t, manage.MethodCatalogChanged)
@@ -540,7 +541,7 @@ func TestRestoreAfterRestart(t *testing.T) {
 	if it := item(t, list, "off"); it == nil || it["runtime"].(map[string]any)["state"] != "disabled" {
 		t.Errorf("off = %v", it)
 	}
-	if _, err := h2.Gateway.Batch().Invoke(context.Background(), "on", "add", nil); err != nil {
+	if _, err := h2.Gateway.Batch().Invoke(context.Background(), nil, "on", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	if l := h2.Launcher.launches("on"); len(l) != 1 || l[0].Env["K"] != "restored-secret" {
@@ -555,7 +556,7 @@ func TestReinstallRotatesSecret(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ctx := context.Background()
 	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "first-value"}}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := h.Gateway.Providers.Get("svc")
@@ -563,7 +564,7 @@ func TestReinstallRotatesSecret(t *testing.T) {
 		t.Errorf("the provider's spec holds %q, want a keystore ref", v)
 	}
 	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "second-value"}}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	l := h.Launcher.launches("svc")
@@ -583,7 +584,7 @@ func TestCatalogChangedOnHealthCheck(t *testing.T) {
 	ev := h.subscribe("")
 	ctx := context.Background()
 	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	first := ev.next(t, manage.MethodCatalogChanged)
@@ -618,7 +619,7 @@ func TestSecretLauncherScrubs(t *testing.T) {
 	if next.got.Endpoint != "https://h/mcp?api_key=tok-SECRET-99" || spec.Endpoint == next.got.Endpoint {
 		t.Fatalf("launched %q, shared spec %q", next.got.Endpoint, spec.Endpoint)
 	}
-	_, cerr := b.CallTool(ctx, "x", nil)
+	_, cerr := b.CallTool(ctx, "x", nil, nil)
 	_, lerr := b.ListTools(ctx)
 	for _, text := range []string{b.Stderr(), b.Exit(), cerr.Error(), lerr.Error()} {
 		mustNotContain(t, "backend report", text, "tok-SECRET-99")
@@ -652,7 +653,7 @@ type leakyBackend struct {
 
 func (b *leakyBackend) Stderr() string { return "connecting to " + b.url }
 func (b *leakyBackend) Exit() string   { return "exit 1: " + b.url }
-func (b *leakyBackend) CallTool(context.Context, string, any) (*mcp.CallToolResult, error) {
+func (b *leakyBackend) CallTool(context.Context, string, any, *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	return nil, fmt.Errorf("post %s: %w", b.url, errLeak)
 }
 func (b *leakyBackend) ListTools(context.Context) ([]mcpconn.Tool, error) {
@@ -697,7 +698,7 @@ func TestStoredCatalogHasOneOwner(t *testing.T) {
 	h.Gateway.FrontDoor.Catalogs = st
 	ev := h.subscribe("")
 	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	changed := ev.next(t, manage.MethodCatalogChanged)["params"].(map[string]any)
@@ -734,14 +735,14 @@ func TestStoredCatalogWithoutFrontDoor(t *testing.T) {
 	ctx := t.Context()
 	st := manage.NewMemStore()
 	var h *harness
-	o := manage.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution,
+	o := manage.Options{Install: clientconfig.Options{Runtimes: map[string]config.Runtime{"npx": {Image: "node:22", Network: "bridge"}}, Execution: config.Default().Execution},
 		SaveCatalog: func(ctx context.Context, id string, tools []mcpconn.Tool) error {
 			return frontdoor.CatalogSaver(st, h.Gateway.Providers)(ctx, id, tools)
 		}}
 	h = newHarness(t, harnessOpts{store: st, opts: &o})
 	ev := h.subscribe("")
 	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
-	if _, err := h.Gateway.Batch().Invoke(ctx, "svc", "add", nil); err != nil {
+	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
 	changed := ev.next(t, manage.MethodCatalogChanged)["params"].(map[string]any)

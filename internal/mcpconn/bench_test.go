@@ -21,7 +21,7 @@ func BenchmarkCallToolStdio(b *testing.B) {
 	args := map[string]any{"a": 1, "b": 2}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.CallTool(b.Context(), "echo", args); err != nil {
+		if _, err := c.CallTool(b.Context(), "echo", args, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -39,10 +39,10 @@ func BenchmarkCallToolStdioRaw(b *testing.B) {
 	defer c.Close()
 	args := map[string]any{"text": strings.Repeat("lorem ipsum ", 700)}
 	var raw json.RawMessage
-	ctx := mcpconn.WithCallOptions(b.Context(), &mcpconn.CallOptions{Raw: &raw})
+	ctx, opts := b.Context(), &mcpconn.CallOptions{Raw: &raw}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.CallTool(ctx, "echo", args); err != nil {
+		if _, err := c.CallTool(ctx, "echo", args, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

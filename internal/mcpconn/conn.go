@@ -226,14 +226,13 @@ func (c *Conn) ListTools(ctx context.Context) ([]Tool, error) {
 
 // CallTool calls a tool; a tool-level error comes back as a result with
 // IsError set, a protocol or transport failure as an error. The call is
-// forwarded as the CallOptions in ctx say, if any.
-func (c *Conn) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+// forwarded as o says; nil forwards nothing of the caller's.
+func (c *Conn) CallTool(ctx context.Context, name string, args any, o *CallOptions) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
 	var spilled []string
 	ctx = context.WithValue(ctx, spillSinkKey{}, &spilled)
-	o := callOptions(ctx)
 	if o == nil {
 		defer c.relay.add(nil)()
 		injectTrace(ctx, &req)

@@ -74,7 +74,7 @@ func TestConnectProtocols(t *testing.T) {
 				t.Errorf("ProtocolVersion = %q, want %q", got, tt.wantVersion)
 			}
 			// The session works whichever way it was opened.
-			res, err := c.CallTool(t.Context(), "echo", map[string]any{"k": "v"})
+			res, err := c.CallTool(t.Context(), "echo", map[string]any{"k": "v"}, nil)
 			if err != nil {
 				t.Fatalf("CallTool: %v", err)
 			}
@@ -177,19 +177,19 @@ func TestCallToolOutcomes(t *testing.T) {
 		t.Fatalf("Connect: %v", err)
 	}
 	// A tool error is a result.
-	res, err := c.CallTool(t.Context(), "oops", nil)
+	res, err := c.CallTool(t.Context(), "oops", nil, nil)
 	if err != nil || !res.IsError || res.Content[0].(mcp.TextContent).Text != "tool broke" {
 		t.Errorf("tool error: %+v, %v", res, err)
 	}
 	// A JSON-RPC error is an error.
-	if _, err := c.CallTool(t.Context(), "missing", nil); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+	if _, err := c.CallTool(t.Context(), "missing", nil, nil); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("protocol error = %v", err)
 	}
 	// Concurrent calls share the session.
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			res, err := c.CallTool(t.Context(), "echo", map[string]any{"i": i})
+			res, err := c.CallTool(t.Context(), "echo", map[string]any{"i": i}, nil)
 			if err != nil {
 				t.Errorf("call %d: %v", i, err)
 				return
@@ -251,7 +251,7 @@ func TestHTTPTransport(t *testing.T) {
 			if len(tools) != 1 || !strings.Contains(string(tools[0].InputSchema), "anyOf") {
 				t.Errorf("tools = %+v", tools)
 			}
-			res, err := c.CallTool(t.Context(), "union", map[string]any{"v": "x"})
+			res, err := c.CallTool(t.Context(), "union", map[string]any{"v": "x"}, nil)
 			if err != nil || res.Content[0].(mcp.TextContent).Text != "x" {
 				t.Errorf("CallTool = %+v, %v", res, err)
 			}
@@ -284,7 +284,7 @@ func TestSSETransport(t *testing.T) {
 	if err != nil || len(tools) != 1 || tools[0].Name != "union" {
 		t.Fatalf("ListTools = %+v, %v", tools, err)
 	}
-	res, err := c.CallTool(t.Context(), "union", map[string]any{"v": 7})
+	res, err := c.CallTool(t.Context(), "union", map[string]any{"v": 7}, nil)
 	if err != nil || res.Content[0].(mcp.TextContent).Text != "7" {
 		t.Errorf("CallTool = %+v, %v", res, err)
 	}
@@ -375,8 +375,8 @@ func TestCallToolRawDecodedOnce(t *testing.T) {
 		{"oops", "tool broke", true},
 	} {
 		var raw json.RawMessage
-		ctx := mcpconn.WithCallOptions(t.Context(), &mcpconn.CallOptions{Raw: &raw})
-		res, err := c.CallTool(ctx, tc.tool, map[string]any{"i": 1})
+		ctx, opts := t.Context(), &mcpconn.CallOptions{Raw: &raw}
+		res, err := c.CallTool(ctx, tc.tool, map[string]any{"i": 1}, opts)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.tool, err)
 		}
@@ -388,7 +388,7 @@ func TestCallToolRawDecodedOnce(t *testing.T) {
 		}
 	}
 	// Without a raw sink the client's result is the whole one.
-	res, err := c.CallTool(t.Context(), "echo", map[string]any{"i": 2})
+	res, err := c.CallTool(t.Context(), "echo", map[string]any{"i": 2}, nil)
 	if err != nil || len(res.Content) != 1 {
 		t.Errorf("plain call: %+v, %v", res, err)
 	}

@@ -16,8 +16,8 @@ import (
 // losing anything on the way: the caller's _meta (its progressToken
 // included) goes to the provider, the provider's progress notifications
 // come back to the caller, and the result is kept as the raw JSON the
-// provider sent. The options travel in the context so that the provider
-// and group layers in between need not know about them.
+// provider sent. The call path hands the options to CallTool (built from
+// its call.Request).
 
 // CallOptions say how one tools/call is forwarded.
 type CallOptions struct {
@@ -35,18 +35,6 @@ type CallOptions struct {
 	// Relay answers the provider's sampling, elicitation and roots
 	// requests during the call; nil refuses them.
 	Relay Relay
-}
-
-type callOptsKey struct{}
-
-// WithCallOptions returns ctx carrying o for the tools/call made with it.
-func WithCallOptions(ctx context.Context, o *CallOptions) context.Context {
-	return context.WithValue(ctx, callOptsKey{}, o)
-}
-
-func callOptions(ctx context.Context) *CallOptions {
-	o, _ := ctx.Value(callOptsKey{}).(*CallOptions)
-	return o
 }
 
 // progressRouter maps the tokens the gateway sent to a provider back to the

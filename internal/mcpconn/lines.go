@@ -385,6 +385,10 @@ func hex4(b []byte) rune {
 	return r
 }
 
+// spillSinkKey carries, from CallTool to the tap under it, where the texts
+// read aside for one call go. A context value because mcp-go's client is
+// between them and passes the request's context, and nothing else, to its
+// transport.
 type spillSinkKey struct{}
 
 // restoreSpilled puts the texts set aside from res's message back in place

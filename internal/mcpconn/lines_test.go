@@ -32,7 +32,7 @@ func TestCallToolLongAnswers(t *testing.T) {
 		t.Fatalf("Connect: %v", err)
 	}
 	for range 3 { // the reader is reused across long lines
-		res, err := c.CallTool(t.Context(), "big", nil)
+		res, err := c.CallTool(t.Context(), "big", nil, nil)
 		if err != nil {
 			t.Fatalf("CallTool: %v", err)
 		}
@@ -50,7 +50,7 @@ func TestCallToolLongAnswers(t *testing.T) {
 			}
 		}
 		// Short calls still work between long ones.
-		if res, err := c.CallTool(t.Context(), "echo", map[string]any{"a": 1}); err != nil || res.Content[0].(mcp.TextContent).Text != `{"a":1}` {
+		if res, err := c.CallTool(t.Context(), "echo", map[string]any{"a": 1}, nil); err != nil || res.Content[0].(mcp.TextContent).Text != `{"a":1}` {
 			t.Errorf("echo after a long answer: %v %v", res, err)
 		}
 	}
@@ -76,12 +76,12 @@ func TestCallToolLongAnswerAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	if _, err := c.CallTool(t.Context(), "big", nil); err != nil { // the server prepares its answer
+	if _, err := c.CallTool(t.Context(), "big", nil, nil); err != nil { // the server prepares its answer
 		t.Fatalf("CallTool: %v", err)
 	}
 	var res *mcp.CallToolResult
 	got := allocated(func() {
-		res, err = c.CallTool(t.Context(), "big", nil)
+		res, err = c.CallTool(t.Context(), "big", nil, nil)
 	})
 	if err != nil || len(res.Content[0].(mcp.TextContent).Text) != n {
 		t.Fatalf("CallTool: %v", err)
@@ -99,11 +99,11 @@ func TestCallToolOverReadLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	if _, err := c.CallTool(t.Context(), "big", nil); err == nil { // the server prepares its answer
+	if _, err := c.CallTool(t.Context(), "big", nil, nil); err == nil { // the server prepares its answer
 		t.Fatal("CallTool of an over-limit answer succeeded")
 	}
 	var callErr error
-	got := allocated(func() { _, callErr = c.CallTool(t.Context(), "big", nil) })
+	got := allocated(func() { _, callErr = c.CallTool(t.Context(), "big", nil, nil) })
 	if callErr == nil || !strings.Contains(callErr.Error(), "over the read limit of 2097152 bytes") {
 		t.Fatalf("CallTool of an over-limit answer: %v, want a read-limit error", callErr)
 	}
@@ -112,7 +112,7 @@ func TestCallToolOverReadLimit(t *testing.T) {
 		t.Errorf("an over-limit answer allocated %d MiB", got>>20)
 	}
 	// The session goes on.
-	if res, err := c.CallTool(t.Context(), "echo", map[string]any{"b": 2}); err != nil || res.Content[0].(mcp.TextContent).Text != `{"b":2}` {
+	if res, err := c.CallTool(t.Context(), "echo", map[string]any{"b": 2}, nil); err != nil || res.Content[0].(mcp.TextContent).Text != `{"b":2}` {
 		t.Errorf("echo after a dropped answer: %v %v", res, err)
 	}
 }

@@ -15,6 +15,10 @@ import (
 // whether initialize was answered with a JSON-RPC error (a server that only
 // speaks the 2026-07-28 protocol) rather than failing in transport.
 
+// rawSinkKey carries, from CallTool and the raw tools/list to the tap, where
+// the raw result of one request goes. A context value because mcp-go's
+// client is between them and passes the request's context, and nothing
+// else, to its transport.
 type rawSinkKey struct{}
 
 // withRawSink asks the tap to store the raw result of the request made

@@ -3,10 +3,14 @@ package metrics
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/mcp-hangar/hangar/internal/auth"
 )
 
 // Text renders the registry in the Prometheus text exposition format, the
@@ -28,6 +32,27 @@ func (m *Metrics) TextFor(keep func(server string) bool) (string, error) {
 		}
 	}
 	return buf.String(), nil
+}
+
+// Scoped serves /metrics with all's answer, but to a caller limited to
+// some servers (auth.Caller: the endpoint's auth stage bound it to the
+// request) only their series, as TextFor gives them. A nil m serves all's
+// answer to everyone.
+func (m *Metrics) Scoped(all http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller := auth.Caller(r.Context())
+		if len(caller.Servers) == 0 || m == nil {
+			all.ServeHTTP(w, r)
+			return
+		}
+		text, err := m.TextFor(caller.MayReach)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = io.WriteString(w, text)
+	})
 }
 
 // ServerTotals are one MCP server's call figures.

@@ -1,5 +1,6 @@
 // Package metrics holds hangar's Prometheus collectors. The registry is the
-// single source of truth: /metrics and hangar_metrics (both formats) are
+// single source of truth: /metrics (Scoped: a caller limited to some
+// servers sees their series only) and hangar_metrics (both formats) are
 // rendered from it.
 package metrics
 

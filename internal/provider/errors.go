@@ -23,7 +23,6 @@ const (
 	KindTimeout        = "call_timeout"
 	KindCallFailed     = "call_failed" // protocol or transport error on a call
 	KindToolError      = "tool_error"  // the tool itself reported an error
-	KindForbidden      = "forbidden"   // outside the caller's scopes or servers (auth.Error)
 )
 
 // Error is a provider error with a wire kind.
@@ -51,7 +50,7 @@ func Errorf(kind, id, format string, a ...any) *Error {
 
 // KindOf returns the wire kind of err, or KindCallFailed. An error of
 // another package says its kind with an ErrorKind method (auth's
-// refusals: forbidden).
+// refusals: auth.KindForbidden).
 func KindOf(err error) string {
 	var e *Error
 	if errors.As(err, &e) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-hangar/hangar/internal/call"
 )
 
 // Extras is what a backend serves besides tools: resources, resource
@@ -31,14 +33,15 @@ var ErrNoExtras = errors.New("this mcp server's backend serves no resources or p
 
 // UseExtras runs f on the provider's backend the way Call runs a tool: it
 // waits for the concurrency limits, starts a cold provider, and counts the
-// use in flight.
+// use in flight. A client's resource and prompt requests carry no progress
+// token: a start they cause reports to nobody.
 func (p *Provider) UseExtras(ctx context.Context, f func(context.Context, Extras) error) error {
 	release, err := p.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	inst, err := p.Ensure(ctx, false, true)
+	inst, err := p.Ensure(ctx, call.Progress{}, false, true)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (b *fakeBackend) ListTools(context.Context) ([]mcpconn.Tool, error) {
 	return append([]mcpconn.Tool(nil), b.tools...), nil
 }
 
-func (b *fakeBackend) CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
+func (b *fakeBackend) CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	b.calls.Add(1)
 	select {
 	case b.entered <- name:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -22,7 +23,7 @@ func TestHealthCheckDegradesThenGoesCold(t *testing.T) {
 	if p.CheckHealth(t.Context()) {
 		t.Error("a COLD provider was health-checked")
 	}
-	if _, err := p.Start(t.Context()); err != nil {
+	if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	b := l.backend(t, 0)
@@ -60,7 +61,7 @@ func TestHealthCheckDegradesThenGoesCold(t *testing.T) {
 				t.Errorf("step %d: last error = %q", i, snap.LastError)
 			}
 			// A degraded provider still serves calls.
-			if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+			if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 				t.Errorf("step %d: call while degraded: %v", i, err)
 			}
 		}
@@ -72,7 +73,7 @@ func TestHealthCheckDegradesThenGoesCold(t *testing.T) {
 		t.Errorf("last error = %q", got)
 	}
 	// The next call starts a fresh backend.
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatalf("call after going cold: %v", err)
 	}
 	if got := l.Launches(); got != 2 {
@@ -97,7 +98,7 @@ func TestHealthCheckRecoversFromDegraded(t *testing.T) {
 	s.HealthCheckInterval = time.Second
 	s.MaxConsecutiveFailures = 1
 	p := provider.New(s, l, provider.Options{Now: clock.Now, Events: rec, BackoffBase: time.Second})
-	if _, err := p.Start(t.Context()); err != nil {
+	if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	b := l.backend(t, 0)
@@ -139,7 +140,7 @@ func TestStopIfIdle(t *testing.T) {
 	if p.StopIfIdle(t.Context()) {
 		t.Error("a COLD provider was stopped as idle")
 	}
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatalf("Call: %v", err)
 	}
 	b := l.backend(t, 0)
@@ -151,7 +152,7 @@ func TestStopIfIdle(t *testing.T) {
 	// A call in flight keeps it alive past the TTL.
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "block", nil)
+		_, err := p.Call(t.Context(), nil, "block", nil)
 		errc <- err
 	}()
 	b.waitEntered(t, 2) // the echo call above, then this one
@@ -188,7 +189,7 @@ func TestStopIfIdleDisabledWithoutTTL(t *testing.T) {
 	s := spec("a")
 	s.IdleTTL = 0
 	p := provider.New(s, l, provider.Options{Now: clock.Now, Events: newRecorder(t)})
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatalf("Call: %v", err)
 	}
 	clock.Advance(1000 * time.Hour)
@@ -203,13 +204,13 @@ func TestRecorderSeesCallsAndManagerEvents(t *testing.T) {
 	rec := newRecorder(t)
 	m := provider.NewManager(l, provider.Options{Events: rec})
 	p := m.Add(spec("a"))
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Call(t.Context(), "fail_tool", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "fail_tool", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Call(t.Context(), "nope", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "nope", nil); err != nil {
 		t.Fatal(err)
 	}
 	m.Remove("a")
@@ -232,7 +233,7 @@ func TestStopIfUnwanted(t *testing.T) {
 	p := provider.New(spec("a"), l, provider.Options{})
 
 	mark := p.Demand() + 1
-	if _, err := p.Start(t.Context()); err != nil {
+	if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	if !p.StopIfUnwanted(t.Context(), "catalog_prefetched", mark) || p.State() != provider.Cold {
@@ -240,11 +241,11 @@ func TestStopIfUnwanted(t *testing.T) {
 	}
 
 	for name, other := range map[string]func() error{
-		"warm": func() error { _, err := p.Start(t.Context()); return err },
-		"call": func() error { _, err := p.Call(t.Context(), "echo", nil); return err },
+		"warm": func() error { _, err := p.Start(t.Context(), call.Progress{}); return err },
+		"call": func() error { _, err := p.Call(t.Context(), nil, "echo", nil); return err },
 	} {
 		mark := p.Demand() + 1
-		if _, err := p.Start(t.Context()); err != nil {
+		if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := other(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
@@ -373,8 +374,9 @@ func (p *Provider) approveImage(ctx context.Context, q *Quarantine) (Approval, e
 func (p *Provider) acceptTools(ctx context.Context, q *Quarantine) (Approval, error) {
 	if q.restored {
 		// Kept from before a restart: what the provider serves now is
-		// unknown until it runs and is vetted again.
-		if _, err := p.Ensure(ctx, true, false); err != nil {
+		// unknown until it runs and is vetted again. Its image was
+		// pulled when it first ran: this start reports no progress.
+		if _, err := p.Ensure(ctx, call.Progress{}, true, false); err != nil {
 			return Approval{}, fmt.Errorf("re-pin %s: start it to see the tools it serves: %w", p.id, err)
 		}
 		p.mu.Lock()

@@ -94,7 +94,7 @@ func TestFnmatch(t *testing.T) {
 	}
 }
 
-// TestFnmatchNonASCIILiteral: compileFnmatch walks the pattern byte by
+// TestFnmatchNonASCIILiteral: fnmatch.compile walks the pattern byte by
 // byte and writes a literal byte c as regexp.QuoteMeta(string(c)); for a
 // byte ≥ 0x80 string(c) is the UTF-8 encoding of the rune U+00xx, not the
 // byte, so "é" (C3 A9) becomes "Ã©" and a pattern with any non-ASCII
@@ -121,7 +121,7 @@ func TestFnmatchNonASCIILiteral(t *testing.T) {
 
 // TestFnmatchMalformedSets: patterns come from the config file, and a set
 // that Python's fnmatch accepts must not make the gateway panic when the
-// provider is created. compileFnmatch passes these sets to
+// provider is created. fnmatch.compile passes these sets to
 // regexp.MustCompile, which panics: "[z-a]" is an invalid range for RE2
 // (Python drops empty ranges, so the set matches nothing) and "[[:alpha:]]"
 // reaches RE2 as a POSIX class with no closing bracket (Python escapes the

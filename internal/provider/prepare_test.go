@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
@@ -32,7 +33,7 @@ func newPreparing(tools ...string) *preparingLauncher {
 	return &preparingLauncher{fakeLauncher: newFakeLauncher(tools...), entered: make(chan struct{}, 16), ended: make(chan error, 16)}
 }
 
-func (l *preparingLauncher) Prepare(ctx context.Context, _ *config.Server) error {
+func (l *preparingLauncher) Prepare(ctx context.Context, _ *config.Server, _ call.Progress) error {
 	l.prepares.Add(1)
 	l.sawCaller.Store(ctx.Value(callerKey{}) == "me")
 	l.entered <- struct{}{}
@@ -54,13 +55,13 @@ func TestPrepareCarriesTheCallerAndRunsOncePerStart(t *testing.T) {
 	l := newPreparing("echo")
 	p := provider.New(spec("a"), l, provider.Options{})
 	ctx := context.WithValue(t.Context(), callerKey{}, "me")
-	if _, err := p.Call(ctx, "echo", nil); err != nil {
+	if _, err := p.Call(ctx, nil, "echo", nil); err != nil {
 		t.Fatal(err)
 	}
 	if l.prepares.Load() != 1 || !l.sawCaller.Load() {
 		t.Fatalf("prepares = %d, caller values = %v; want 1 with the caller's values", l.prepares.Load(), l.sawCaller.Load())
 	}
-	if _, err := p.Call(ctx, "echo", nil); err != nil {
+	if _, err := p.Call(ctx, nil, "echo", nil); err != nil {
 		t.Fatal(err)
 	}
 	if l.prepares.Load() != 1 {
@@ -75,7 +76,7 @@ func TestPrepareFailureIsAStartFailure(t *testing.T) {
 	l := newPreparing("echo")
 	l.err = errors.New("image x is not present and its pull policy is never")
 	p := provider.New(spec("a"), l, provider.Options{})
-	_, err := p.Call(t.Context(), "echo", nil)
+	_, err := p.Call(t.Context(), nil, "echo", nil)
 	if provider.KindOf(err) != provider.KindStartFailed || !strings.Contains(err.Error(), "pull policy is never") {
 		t.Fatalf("err = %v, want start_failed with the cause", err)
 	}
@@ -101,9 +102,9 @@ func TestPrepareAbandonedWhenEveryCallerLeaves(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(t.Context())
 	ctx2, cancel2 := context.WithCancel(t.Context())
 	errs := make(chan error, 2)
-	go func() { _, err := p.Call(ctx1, "echo", nil); errs <- err }()
+	go func() { _, err := p.Call(ctx1, nil, "echo", nil); errs <- err }()
 	<-l.entered
-	go func() { _, err := p.Call(ctx2, "echo", nil); errs <- err }()
+	go func() { _, err := p.Call(ctx2, nil, "echo", nil); errs <- err }()
 	waitFor(t, func() bool { return p.State() == provider.Initializing }, "initializing")
 	// Let the second caller reach the wait before the first leaves.
 	time.Sleep(20 * time.Millisecond)
@@ -128,7 +129,7 @@ func TestPrepareAbandonedWhenEveryCallerLeaves(t *testing.T) {
 
 	// The next call starts afresh, with no backoff from the abandoned one.
 	close(l.block)
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatalf("call after an abandoned start: %v", err)
 	}
 }

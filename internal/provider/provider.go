@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/redact"
@@ -22,7 +23,7 @@ import (
 // with an MCP session to it.
 type Backend interface {
 	ListTools(ctx context.Context) ([]mcpconn.Tool, error)
-	CallTool(ctx context.Context, name string, args any) (*mcp.CallToolResult, error)
+	CallTool(ctx context.Context, name string, args any, o *mcpconn.CallOptions) (*mcp.CallToolResult, error)
 	// Done is closed when the backend has ended, for whatever reason.
 	Done() <-chan struct{}
 	// Exit says how it ended ("exit 137, oom"); valid after Done.
@@ -42,13 +43,13 @@ type Launcher interface {
 
 // Preparer is an optional Launcher step run at the start of a start, before
 // Launch (fetching an image). It is not bound by the start timeout but by
-// the callers waiting: it carries the values of the call that caused the
-// start (its progress token, its session) and is cancelled once every
-// caller waiting for the start has given up; the provider then goes back
-// to COLD without counting a failure. Launch itself is never cut short by
-// callers leaving.
+// the callers waiting: it gets the progress reporter of the call that
+// caused the start, and its context (that call's trace, detached from its
+// deadline) is cancelled once every caller waiting for the start has given
+// up; the provider then goes back to COLD without counting a failure.
+// Launch itself is never cut short by callers leaving.
 type Preparer interface {
-	Prepare(ctx context.Context, spec *config.Server) error
+	Prepare(ctx context.Context, spec *config.Server, progress call.Progress) error
 }
 
 // Events receives state changes and lifecycle facts (metrics, logs).
@@ -251,8 +252,9 @@ func (p *Provider) backoff(n int) time.Duration {
 // With force a DEAD provider past its failure limit is started anyway.
 // With hold the call is counted in flight under the same lock that found
 // the backend, so idle collection can never take it away in between; the
-// caller must then call done.
-func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, error) {
+// caller must then call done. A start this caller begins reports its
+// progress (an image pull) to progress.
+func (p *Provider) Ensure(ctx context.Context, progress call.Progress, force, hold bool) (*instance, error) {
 	p.mu.Lock()
 	p.demand++
 	// attempted: this caller started, or waited for, a start; if that start
@@ -331,7 +333,7 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 		p.abandon = abandon
 		p.setState(Initializing)
 		p.mu.Unlock()
-		go p.startTraced(ch, prepCtx, abandon)
+		go p.startTraced(ch, prepCtx, abandon, progress)
 		p.mu.Lock()
 		attempted = true
 	}
@@ -340,7 +342,7 @@ func (p *Provider) Ensure(ctx context.Context, force, hold bool) (*instance, err
 // prepare runs the launcher's Preparer, if it has one, on prepCtx, which
 // ends when the provider is retired or abandon is called; abandoned says
 // it failed because of that.
-func (p *Provider) prepare(prepCtx context.Context, abandon context.CancelFunc) (abandoned bool, err error) {
+func (p *Provider) prepare(prepCtx context.Context, abandon context.CancelFunc, progress call.Progress) (abandoned bool, err error) {
 	defer func() {
 		p.mu.Lock()
 		p.abandon = nil
@@ -353,7 +355,7 @@ func (p *Provider) prepare(prepCtx context.Context, abandon context.CancelFunc) 
 	}
 	stop := context.AfterFunc(p.lifetime, abandon)
 	defer stop()
-	err = pr.Prepare(prepCtx, p.spec)
+	err = pr.Prepare(prepCtx, p.spec, progress)
 	return err != nil && prepCtx.Err() != nil, err
 }
 
@@ -369,14 +371,11 @@ func (p *Provider) waitErr(ctx context.Context) error {
 
 // start runs one start attempt on its own context: a caller giving up must
 // not abort the start the other callers are waiting for.
-func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon context.CancelFunc) {
+func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon context.CancelFunc, progress call.Progress) {
 	defer close(done)
-	timeout := p.spec.StartTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	timeout := p.StartTimeout()
 	began := p.opts.Now()
-	abandoned, err := p.prepare(prepCtx, abandon)
+	abandoned, err := p.prepare(prepCtx, abandon, progress)
 	if abandoned {
 		// Every caller gave up (or the provider was retired) during the
 		// preparation: nothing was started and nothing failed.
@@ -515,10 +514,28 @@ func containsOOM(exit string) bool {
 	return false
 }
 
+// DefaultStartTimeout bounds a start whose spec sets no start_timeout.
+const DefaultStartTimeout = 30 * time.Second
+
+// StartTimeout is how long one start may take: the spec's start timeout,
+// else DefaultStartTimeout.
+func (p *Provider) StartTimeout() time.Duration {
+	if t := p.spec.StartTimeout; t > 0 {
+		return t
+	}
+	return DefaultStartTimeout
+}
+
+// StartWait is how long a caller waits for a start it asks for (a
+// hangar_start, a group member's start, a prefetch): the start timeout
+// plus a little for the handshake's tail.
+func (p *Provider) StartWait() time.Duration { return p.StartTimeout() + 5*time.Second }
+
 // Start brings the provider to READY (hangar_start): a DEAD provider past
-// its failure limit is retried.
-func (p *Provider) Start(ctx context.Context) ([]mcpconn.Tool, error) {
-	if _, err := p.Ensure(ctx, true, false); err != nil {
+// its failure limit is retried. Its image pull, if any, is reported to
+// progress.
+func (p *Provider) Start(ctx context.Context, progress call.Progress) ([]mcpconn.Tool, error) {
+	if _, err := p.Ensure(ctx, progress, true, false); err != nil {
 		return nil, err
 	}
 	return p.Tools(), nil
@@ -577,9 +594,10 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// Call invokes a tool. It waits for the concurrency limits and the start of
-// a cold provider until ctx ends.
-func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+// Call invokes a tool for rq (nil: an in-process call). It waits for the
+// concurrency limits and the start of a cold provider until ctx ends; the
+// call is forwarded as rq says (its _meta, relay, progress).
+func (p *Provider) Call(ctx context.Context, rq *call.Request, tool string, args any) (*mcp.CallToolResult, error) {
 	if !p.policy.Allowed(tool) {
 		return nil, Errorf(KindToolNotAllowed, p.id+"."+tool, "blocked by the tool access policy")
 	}
@@ -596,7 +614,7 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 
 	began := p.opts.Now()
 	cold := p.coldNow()
-	inst, err := p.Ensure(ctx, false, true)
+	inst, err := p.Ensure(ctx, rq.ProgressOf(), false, true)
 	if err == nil {
 		// The start this call caused may have just quarantined the
 		// provider (its tools changed): the call must not reach it.
@@ -615,7 +633,7 @@ func (p *Provider) Call(ctx context.Context, tool string, args any) (*mcp.CallTo
 		cctx, cancel = context.WithTimeout(ctx, p.spec.CallTimeout)
 	}
 	cctx, op := p.startClient(cctx, tool, cold)
-	res, err := inst.b.CallTool(cctx, tool, args)
+	res, err := inst.b.CallTool(cctx, tool, args, rq.Options())
 	endClient(op, res, err)
 	if err != nil {
 		err = p.classify(cctx, inst, err)
@@ -737,12 +755,12 @@ func (p *Provider) FilteredCount() int {
 }
 
 // ToolsOrStart returns the tools, starting a cold provider to learn them
-// unless they are predefined.
-func (p *Provider) ToolsOrStart(ctx context.Context) ([]mcpconn.Tool, error) {
+// unless they are predefined; that start reports its progress to progress.
+func (p *Provider) ToolsOrStart(ctx context.Context, progress call.Progress) ([]mcpconn.Tool, error) {
 	if p.Predefined() {
 		return p.Tools(), nil
 	}
-	if _, err := p.Ensure(ctx, false, false); err != nil {
+	if _, err := p.Ensure(ctx, progress, false, false); err != nil {
 		return nil, err
 	}
 	return p.Tools(), nil

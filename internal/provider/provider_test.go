@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -36,7 +37,7 @@ func TestColdCallsShareOneStart(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = p.Call(t.Context(), "echo", map[string]any{"i": i})
+			_, errs[i] = p.Call(t.Context(), nil, "echo", map[string]any{"i": i})
 		})
 	}
 	l.waitEntered(t)
@@ -78,14 +79,14 @@ func TestCallerTimeoutDuringStartDoesNotAbortStart(t *testing.T) {
 	defer cancel()
 	shortErr := make(chan error, 1)
 	go func() {
-		_, err := p.Call(short, "echo", nil)
+		_, err := p.Call(short, nil, "echo", nil)
 		shortErr <- err
 	}()
 	l.waitEntered(t)
 
 	longErr := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "echo", nil)
+		_, err := p.Call(t.Context(), nil, "echo", nil)
 		longErr <- err
 	}()
 
@@ -141,7 +142,7 @@ func TestStartFailureBackoff(t *testing.T) {
 	backoffs := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}
 	for i, backoff := range backoffs {
 		attempt := i + 1
-		_, err := p.Call(t.Context(), "echo", nil)
+		_, err := p.Call(t.Context(), nil, "echo", nil)
 		if err == nil {
 			t.Fatalf("attempt %d: call succeeded, want a start failure", attempt)
 		}
@@ -163,7 +164,7 @@ func TestStartFailureBackoff(t *testing.T) {
 			t.Errorf("attempt %d: snapshot retry at %v, want %v", attempt, got, want)
 		}
 		retryAt := clock.Now().Add(backoff).UTC().Format(time.RFC3339)
-		_, err = p.Call(t.Context(), "echo", nil)
+		_, err = p.Call(t.Context(), nil, "echo", nil)
 		if got := kindOf(t, err); got != provider.KindUnavailable {
 			t.Errorf("attempt %d: call in backoff kind = %q, want %q", attempt, got, provider.KindUnavailable)
 		}
@@ -179,7 +180,7 @@ func TestStartFailureBackoff(t *testing.T) {
 			t.Errorf("attempt %d: unavailable error does not wrap the start failure", attempt)
 		}
 		clock.Advance(backoff - time.Millisecond)
-		if _, err := p.Call(t.Context(), "echo", nil); kindOf(t, err) != provider.KindUnavailable {
+		if _, err := p.Call(t.Context(), nil, "echo", nil); kindOf(t, err) != provider.KindUnavailable {
 			t.Errorf("attempt %d: call 1ms before retryAt: %v", attempt, err)
 		}
 		if got := l.Launches(); got != attempt {
@@ -188,7 +189,7 @@ func TestStartFailureBackoff(t *testing.T) {
 		clock.Advance(time.Millisecond) // now == retryAt: eligible again
 	}
 
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatalf("call after the backoff: %v", err)
 	}
 	if got := l.Launches(); got != failures+1 {
@@ -216,12 +217,12 @@ func TestMaxConsecutiveFailuresRefusesAutomaticRestart(t *testing.T) {
 	p := provider.New(s, l, provider.Options{Now: clock.Now, Events: newRecorder(t), BackoffBase: time.Second})
 
 	for i := range 2 {
-		if _, err := p.Call(t.Context(), "echo", nil); err == nil {
+		if _, err := p.Call(t.Context(), nil, "echo", nil); err == nil {
 			t.Fatalf("call %d succeeded", i)
 		}
 		clock.Advance(time.Hour)
 	}
-	_, err := p.Call(t.Context(), "echo", nil)
+	_, err := p.Call(t.Context(), nil, "echo", nil)
 	if got := kindOf(t, err); got != provider.KindUnavailable {
 		t.Fatalf("kind = %q, want %q (err %v)", got, provider.KindUnavailable, err)
 	}
@@ -231,11 +232,11 @@ func TestMaxConsecutiveFailuresRefusesAutomaticRestart(t *testing.T) {
 	if got := l.Launches(); got != 2 {
 		t.Errorf("launches = %d, want 2 (no automatic restart past the limit)", got)
 	}
-	if _, err := p.ToolsOrStart(t.Context()); kindOf(t, err) != provider.KindUnavailable {
+	if _, err := p.ToolsOrStart(t.Context(), call.Progress{}); kindOf(t, err) != provider.KindUnavailable {
 		t.Errorf("ToolsOrStart past the limit: %v", err)
 	}
 
-	tools, err := p.Start(t.Context()) // force
+	tools, err := p.Start(t.Context(), call.Progress{}) // force
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -245,7 +246,7 @@ func TestMaxConsecutiveFailuresRefusesAutomaticRestart(t *testing.T) {
 	if got := l.Launches(); got != 3 {
 		t.Errorf("launches = %d, want 3", got)
 	}
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Errorf("call after forced start: %v", err)
 	}
 }
@@ -264,7 +265,7 @@ func TestStartReportsItsStartFailure(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Start(ctx)
+		_, err := p.Start(ctx, call.Progress{})
 		errc <- err
 	}()
 	l.waitEntered(t)
@@ -297,7 +298,7 @@ func TestCrashDuringCall(t *testing.T) {
 
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "block", nil)
+		_, err := p.Call(t.Context(), nil, "block", nil)
 		errc <- err
 	}()
 	l.waitEntered(t)
@@ -345,7 +346,7 @@ func TestCrashDuringCall(t *testing.T) {
 	}
 
 	// The first crash restarts at once.
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatalf("call after the crash: %v", err)
 	}
 	if got := l.Launches(); got != 2 {
@@ -384,7 +385,7 @@ func TestCrashedCallLeavesReadyBeforeReturning(t *testing.T) {
 
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "block", nil)
+		_, err := p.Call(t.Context(), nil, "block", nil)
 		errc <- err
 	}()
 	l.waitEntered(t)
@@ -400,7 +401,7 @@ func TestCrashedCallLeavesReadyBeforeReturning(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := p.Call(ctx, "echo", nil); err != nil {
+	if _, err := p.Call(ctx, nil, "echo", nil); err != nil {
 		t.Errorf("next call after the crash: %v (launches %d)", err, l.Launches())
 	}
 }
@@ -413,7 +414,7 @@ func TestStopDuringCall(t *testing.T) {
 
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "block", nil)
+		_, err := p.Call(t.Context(), nil, "block", nil)
 		errc <- err
 	}()
 	l.waitEntered(t)
@@ -448,7 +449,7 @@ func TestStopDuringCall(t *testing.T) {
 	if got := p.State(); got != provider.Cold {
 		t.Errorf("state after the backend ended = %s, want %s", got, provider.Cold)
 	}
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Errorf("call after stop: %v", err)
 	}
 	if got := l.Launches(); got != 2 {
@@ -463,7 +464,7 @@ func TestGracefulStopWaitsForCalls(t *testing.T) {
 
 	callErr := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "block", nil)
+		_, err := p.Call(t.Context(), nil, "block", nil)
 		callErr <- err
 	}()
 	l.waitEntered(t)
@@ -501,7 +502,7 @@ func TestStopWaitsForStartInProgress(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := p.Call(ctx, "echo", nil); kindOf(t, err) != provider.KindTimeout {
+	if _, err := p.Call(ctx, nil, "echo", nil); kindOf(t, err) != provider.KindTimeout {
 		t.Fatalf("call during a blocked start: %v", err)
 	}
 
@@ -553,7 +554,7 @@ func TestRetireDuringStartDoesNotStrandState(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := p.Call(ctx, "echo", nil); kindOf(t, err) != provider.KindTimeout {
+	if _, err := p.Call(ctx, nil, "echo", nil); kindOf(t, err) != provider.KindTimeout {
 		t.Fatalf("call during a blocked start: %v", err)
 	}
 	rctx, rcancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
@@ -594,7 +595,7 @@ func TestPerProviderConcurrencyLimit(t *testing.T) {
 
 	first := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "block", nil)
+		_, err := p.Call(t.Context(), nil, "block", nil)
 		first <- err
 	}()
 	l.waitEntered(t)
@@ -603,7 +604,7 @@ func TestPerProviderConcurrencyLimit(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer cancel()
-	_, err := p.Call(ctx, "echo", nil)
+	_, err := p.Call(ctx, nil, "echo", nil)
 	if got := kindOf(t, err); got != provider.KindBusy {
 		t.Fatalf("kind = %q, want %q (err %v)", got, provider.KindBusy, err)
 	}
@@ -620,7 +621,7 @@ func TestPerProviderConcurrencyLimit(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(t.Context(), time.Second)
 	defer cancel2()
-	if _, err := p.Call(ctx2, "echo", nil); err != nil {
+	if _, err := p.Call(ctx2, nil, "echo", nil); err != nil {
 		t.Errorf("call after the slot freed: %v", err)
 	}
 }
@@ -636,7 +637,7 @@ func TestGlobalConcurrencyLimit(t *testing.T) {
 
 	first := make(chan error, 1)
 	go func() {
-		_, err := pa.Call(t.Context(), "block", nil)
+		_, err := pa.Call(t.Context(), nil, "block", nil)
 		first <- err
 	}()
 	l.waitEntered(t)
@@ -648,7 +649,7 @@ func TestGlobalConcurrencyLimit(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer cancel()
-	_, err := pb.Call(ctx, "echo", nil)
+	_, err := pb.Call(ctx, nil, "echo", nil)
 	if got := kindOf(t, err); got != provider.KindBusy {
 		t.Fatalf("kind = %q, want %q (err %v)", got, provider.KindBusy, err)
 	}
@@ -667,7 +668,7 @@ func TestGlobalConcurrencyLimit(t *testing.T) {
 	// available.
 	ctx2, cancel2 := context.WithTimeout(t.Context(), time.Second)
 	defer cancel2()
-	if _, err := pb.Call(ctx2, "echo", nil); err != nil {
+	if _, err := pb.Call(ctx2, nil, "echo", nil); err != nil {
 		t.Errorf("call on b after the global slot freed: %v", err)
 	}
 	if got := global.InUse(); got != 0 {
@@ -694,7 +695,7 @@ func TestToolPolicyOnCallsAndTools(t *testing.T) {
 		{"", false},
 	}
 	for _, tt := range tests {
-		_, err := p.Call(t.Context(), tt.tool, nil)
+		_, err := p.Call(t.Context(), nil, tt.tool, nil)
 		if tt.allowed {
 			if err != nil {
 				t.Errorf("Call(%q): %v", tt.tool, err)
@@ -728,7 +729,7 @@ func TestBlockedToolDoesNotStartProvider(t *testing.T) {
 	s := spec("a")
 	s.Tools = config.Tools{DenyList: []string{"*"}}
 	p := provider.New(s, l, provider.Options{Events: newRecorder(t)})
-	if _, err := p.Call(t.Context(), "x", nil); kindOf(t, err) != provider.KindToolNotAllowed {
+	if _, err := p.Call(t.Context(), nil, "x", nil); kindOf(t, err) != provider.KindToolNotAllowed {
 		t.Fatalf("Call: %v", err)
 	}
 	if got := l.Launches(); got != 0 {
@@ -755,7 +756,7 @@ func TestPredefinedToolsWithoutStart(t *testing.T) {
 	if !p.Predefined() {
 		t.Fatal("Predefined() = false")
 	}
-	tools, err := p.ToolsOrStart(t.Context())
+	tools, err := p.ToolsOrStart(t.Context(), call.Progress{})
 	if err != nil {
 		t.Fatalf("ToolsOrStart: %v", err)
 	}
@@ -784,7 +785,7 @@ func TestToolsOrStartStartsColdProvider(t *testing.T) {
 	if got := p.Tools(); len(got) != 0 {
 		t.Errorf("cold Tools() = %v, want none", got)
 	}
-	tools, err := p.ToolsOrStart(t.Context())
+	tools, err := p.ToolsOrStart(t.Context(), call.Progress{})
 	if err != nil {
 		t.Fatalf("ToolsOrStart: %v", err)
 	}
@@ -801,19 +802,19 @@ func TestCallErrorsAndHealth(t *testing.T) {
 	l := newFakeLauncher("echo", "block", "fail_tool")
 	p := provider.New(spec("a"), l, provider.Options{Events: newRecorder(t)})
 
-	res, err := p.Call(t.Context(), "echo", map[string]any{"k": "v"})
+	res, err := p.Call(t.Context(), nil, "echo", map[string]any{"k": "v"})
 	if err != nil || res == nil || res.IsError {
 		t.Fatalf("echo: %v %+v", err, res)
 	}
 	// A tool-level error is a result, not a call failure.
-	res, err = p.Call(t.Context(), "fail_tool", nil)
+	res, err = p.Call(t.Context(), nil, "fail_tool", nil)
 	if err != nil || res == nil || !res.IsError {
 		t.Fatalf("fail_tool: %v %+v", err, res)
 	}
 	// No answer before the caller's deadline, backend alive: call_timeout.
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	_, err = p.Call(ctx, "block", nil)
+	_, err = p.Call(ctx, nil, "block", nil)
 	if got := kindOf(t, err); got != provider.KindTimeout {
 		t.Errorf("blocked call kind = %q (err %v)", got, err)
 	}
@@ -840,11 +841,11 @@ func TestCallFailedWhenBackendStaysUp(t *testing.T) {
 	t.Parallel()
 	l := newFakeLauncher("error_tool")
 	p := provider.New(spec("a"), l, provider.Options{Events: newRecorder(t)})
-	if _, err := p.Start(t.Context()); err != nil {
+	if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	began := time.Now()
-	_, err := p.Call(t.Context(), "error_tool", nil)
+	_, err := p.Call(t.Context(), nil, "error_tool", nil)
 	if got := kindOf(t, err); got != provider.KindCallFailed {
 		t.Fatalf("kind = %q (err %v)", got, err)
 	}
@@ -877,7 +878,7 @@ func TestManager(t *testing.T) {
 	if _, ok := m.Get("nope"); ok {
 		t.Error("Get(nope) found something")
 	}
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Fatalf("Call: %v", err)
 	}
 	if !m.Tracks("ctr-mid#1") {
@@ -916,7 +917,7 @@ func TestSpecCallTimeout(t *testing.T) {
 	s.CallTimeout = 30 * time.Millisecond
 	p := provider.New(s, l, provider.Options{Events: newRecorder(t)})
 	began := time.Now()
-	_, err := p.Call(t.Context(), "block", nil)
+	_, err := p.Call(t.Context(), nil, "block", nil)
 	if got := kindOf(t, err); got != provider.KindTimeout {
 		t.Fatalf("kind = %q (err %v)", got, err)
 	}
@@ -926,7 +927,7 @@ func TestSpecCallTimeout(t *testing.T) {
 	if d := time.Since(began); d > 2*time.Second {
 		t.Errorf("call_timeout_s of 30ms took %v", d)
 	}
-	if _, err := p.Call(t.Context(), "echo", nil); err != nil {
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
 		t.Errorf("a quick call: %v", err)
 	}
 	if got := p.State(); got != provider.Ready {
@@ -945,7 +946,7 @@ func TestWaitersOfFailedStartGetItsError(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			_, err := p.Call(t.Context(), "echo", nil)
+			_, err := p.Call(t.Context(), nil, "echo", nil)
 			errs <- err
 		}()
 	}
@@ -991,9 +992,9 @@ func TestFastStartFailureIsOneAttempt(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		var err error
 		if i%2 == 0 {
-			_, err = p.Start(ctx)
+			_, err = p.Start(ctx, call.Progress{})
 		} else {
-			_, err = p.Call(ctx, "echo", nil)
+			_, err = p.Call(ctx, nil, "echo", nil)
 		}
 		cancel()
 		if n := l.Launches(); n != 1 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
@@ -95,9 +96,9 @@ func (p *Provider) coldNow() bool {
 // startTraced is start under a cold start span, the child of the span of
 // the call that caused it; the image pull (Prepare gets prepCtx) is its
 // child in turn.
-func (p *Provider) startTraced(done chan struct{}, prepCtx context.Context, abandon context.CancelFunc) {
+func (p *Provider) startTraced(done chan struct{}, prepCtx context.Context, abandon context.CancelFunc, progress call.Progress) {
 	prepCtx, end := telemetry.Step(prepCtx, telemetry.StepColdStart, telemetry.AttrServer.String(p.id))
-	p.start(done, prepCtx, abandon)
+	p.start(done, prepCtx, abandon, progress)
 	p.mu.Lock()
 	var err error
 	if p.state != Ready {

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/mcp-hangar/hangar/internal/backend"
+	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -66,6 +67,14 @@ type Claim struct {
 
 // Served reports whether a provider or group serves the ID.
 func (d *Details) Served() bool { return d.Provider || d.Group != nil }
+
+// Approvable reports whether an approval (hangar_approve) would act on the
+// server: a provider quarantined because its tools or image changed.
+func (d *Details) Approvable() bool { return d.Quarantine != nil }
+
+// Rejectable reports whether a rejection (discovery's Reject) would act on
+// the server: one served from discovery, whose approval it revokes.
+func (d *Details) Rejectable() bool { return d.Source == string(catalog.SourceDiscovery) }
 
 // CatalogTools are the tools to show: the live ones, else the stored ones.
 func (d *Details) CatalogTools() []mcpconn.Tool {

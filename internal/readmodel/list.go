@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/catalog"
+	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -151,6 +153,44 @@ type Candidate struct {
 	Reason string
 	Detail string
 	Since  time.Time
+	// Approved: a pending candidate discovery approved already, listed
+	// because its name is refused meanwhile.
+	Approved bool
+	// Discovered: a changed provider served from discovery, whose
+	// approval there can be revoked.
+	Discovered bool
+}
+
+// Approvable reports whether an approval (hangar_approve) would act on c
+// now: a pending candidate the catalog would serve, a quarantined one
+// (the approval releases it, a rejection included), a provider whose
+// tools or image changed (the approval accepts them). A candidate refused
+// its name cannot be served whatever the operator says, and an approved
+// one is approved already.
+func (c Candidate) Approvable() bool {
+	switch c.Kind {
+	case KindPending:
+		return c.Status != discovery.StatusRefused
+	case KindQuarantined, KindChanged:
+		return true
+	}
+	return false
+}
+
+// Rejectable reports whether a rejection (discovery's Reject) would act on
+// c now: a pending candidate, refused its name or not; an approved one,
+// whose approval it revokes; a discovered provider whose tools or image
+// changed since its approval. A quarantined candidate is rejected already,
+// and a changed server from config or an install has no approval to
+// revoke (its source decides whether it is served).
+func (c Candidate) Rejectable() bool {
+	switch c.Kind {
+	case KindPending:
+		return true
+	case KindChanged:
+		return c.Discovered
+	}
+	return false
 }
 
 // Kinds of Candidate.
@@ -167,7 +207,7 @@ func (m *Model) Candidates(keep func(id string) bool) []Candidate {
 	if m.Discovery != nil {
 		for _, p := range m.Discovery.Pending() {
 			if ok(p.Name) {
-				out = append(out, Candidate{Name: p.Name, Kind: KindPending, Source: p.Source, Mode: p.Mode, Status: p.Status, Reason: p.Reason, Since: p.DiscoveredAt})
+				out = append(out, Candidate{Name: p.Name, Kind: KindPending, Source: p.Source, Mode: p.Mode, Status: p.Status, Reason: p.Reason, Since: p.DiscoveredAt, Approved: p.Approved})
 			}
 		}
 		for _, q := range m.Discovery.Quarantined() {
@@ -182,7 +222,7 @@ func (m *Model) Candidates(keep func(id string) bool) []Candidate {
 	for _, p := range m.Providers.List() {
 		q, quarantined := p.Quarantined()
 		if quarantined && ok(p.ID()) {
-			out = append(out, Candidate{Name: p.ID(), Kind: KindChanged, Reason: q.Reason, Detail: q.Detail, Since: q.Since})
+			out = append(out, Candidate{Name: p.ID(), Kind: KindChanged, Reason: q.Reason, Detail: q.Detail, Since: q.Since, Discovered: m.discovered(p.ID())})
 		}
 	}
 	return out
@@ -255,4 +295,13 @@ func (m *Model) Refusals(ctx context.Context, keep func(id string) bool, limit i
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// discovered reports whether the catalog serves id from discovery.
+func (m *Model) discovered(id string) bool {
+	if m.Catalog == nil {
+		return false
+	}
+	e, ok := m.Catalog.Get(id)
+	return ok && e.Source == catalog.SourceDiscovery
 }

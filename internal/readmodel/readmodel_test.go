@@ -199,3 +199,45 @@ func TestAuditUnreadable(t *testing.T) {
 		t.Errorf("refusals error %v", err)
 	}
 }
+
+// Each candidate is offered the actions that would act on it in its
+// state, and only those.
+func TestCandidateActions(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name            string
+		c               readmodel.Candidate
+		approve, reject bool
+	}{
+		{"pending", readmodel.Candidate{Kind: readmodel.KindPending, Status: discovery.StatusPending}, true, true},
+		{"pending, refused its name", readmodel.Candidate{Kind: readmodel.KindPending, Status: discovery.StatusRefused}, false, true},
+		{"approved, refused its name since", readmodel.Candidate{Kind: readmodel.KindPending, Status: discovery.StatusRefused, Approved: true}, false, true},
+		{"quarantined or rejected", readmodel.Candidate{Kind: readmodel.KindQuarantined}, true, false},
+		{"changed, from discovery", readmodel.Candidate{Kind: readmodel.KindChanged, Discovered: true}, true, true},
+		{"changed, from config", readmodel.Candidate{Kind: readmodel.KindChanged}, true, false},
+	} {
+		if got := tt.c.Approvable(); got != tt.approve {
+			t.Errorf("%s: Approvable = %v, want %v", tt.name, got, tt.approve)
+		}
+		if got := tt.c.Rejectable(); got != tt.reject {
+			t.Errorf("%s: Rejectable = %v, want %v", tt.name, got, tt.reject)
+		}
+	}
+}
+
+type approvedDiscovery struct{ fakeDiscovery }
+
+func (approvedDiscovery) Pending() []discovery.PendingEntry {
+	return []discovery.PendingEntry{{Name: "taken", Source: "docker", Status: discovery.StatusRefused, Reason: "config holds it", Approved: true}}
+}
+
+// A candidate approved before its name was taken is listed as approved.
+func TestCandidatesApprovedAndRefused(t *testing.T) {
+	t.Parallel()
+	m, _, _ := newModel(t)
+	m.Discovery = approvedDiscovery{}
+	c := m.Candidates(nil)
+	if len(c) < 1 || c[0].Name != "taken" || !c[0].Approved || c[0].Approvable() || !c[0].Rejectable() {
+		t.Errorf("candidates %+v: want taken approved, rejectable only", c)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -45,7 +46,7 @@ func TestLoaderEgress(t *testing.T) {
 			}
 			l, _, reg, _ := newTestLoader(t, config.Registry{}, e)
 			l.AllowedEgress = tt.policy
-			res := l.Load(context.Background(), "testkit", false, nil, nil)
+			res := l.Load(context.Background(), call.Progress{}, "testkit", false, nil, nil)
 			if tt.wantErr != "" {
 				if res.Status != StatusFailed || !strings.Contains(res.Message, tt.wantErr) {
 					t.Fatalf("Load = %+v, want failed with %q", res, tt.wantErr)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -25,8 +26,8 @@ type Registrar interface {
 	// id is not an error.
 	Deregister(ctx context.Context, id string) error
 	// Start brings the provider to READY and returns the names of the
-	// tools its policy allows.
-	Start(ctx context.Context, id string) ([]string, error)
+	// tools its policy allows; its image pull is reported to progress.
+	Start(ctx context.Context, id string, progress call.Progress) ([]string, error)
 }
 
 // Inspector may be implemented by a Registrar so that Runtime reports each
@@ -173,7 +174,7 @@ const cleanupTimeout = 30 * time.Second
 // Load finds name, resolves it and starts it; see LoadResult. Loading a
 // server that is already hot-loaded (under the same tool policy) answers
 // loaded with its existing ID.
-func (l *Loader) Load(ctx context.Context, name string, forceUnverified bool, allow, deny []string) LoadResult {
+func (l *Loader) Load(ctx context.Context, progress call.Progress, name string, forceUnverified bool, allow, deny []string) LoadResult {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return LoadResult{Status: StatusFailed, Message: "name is required"}
@@ -183,7 +184,7 @@ func (l *Loader) Load(ctx context.Context, name string, forceUnverified bool, al
 	l.prune()
 
 	if h := l.loadedAs(name); h != nil {
-		return l.again(ctx, h, allow, deny)
+		return l.again(ctx, progress, h, allow, deny)
 	}
 	entries, err := l.search.Search(ctx, name)
 	if err != nil {
@@ -198,7 +199,7 @@ func (l *Loader) Load(ctx context.Context, name string, forceUnverified bool, al
 	}
 	res := LoadResult{Name: e.Server.Name}
 	if h := l.loadedAs(e.Server.Name); h != nil {
-		return l.again(ctx, h, allow, deny)
+		return l.again(ctx, progress, h, allow, deny)
 	}
 	spec, out := Resolve(e, l.Lookup, Options{
 		VerifiedNamespaces: l.cfg.VerifiedNamespaces,
@@ -242,7 +243,7 @@ func (l *Loader) Load(ctx context.Context, name string, forceUnverified bool, al
 	res.MCPServer = spec.ID
 
 	sctx, cancel := context.WithTimeout(ctx, spec.StartTimeout+startGrace)
-	tools, err := l.reg.Start(sctx, spec.ID)
+	tools, err := l.reg.Start(sctx, spec.ID, progress)
 	cancel()
 	if err != nil {
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -279,7 +280,7 @@ func describe(s *config.Server) string {
 
 // again answers a load of a server that is already hot-loaded: it is
 // started if it idled out, and its tools are returned.
-func (l *Loader) again(ctx context.Context, h *hotServer, allow, deny []string) LoadResult {
+func (l *Loader) again(ctx context.Context, progress call.Progress, h *hotServer, allow, deny []string) LoadResult {
 	res := LoadResult{Name: h.name, MCPServer: h.id}
 	if !slices.Equal(h.allow, allow) || !slices.Equal(h.deny, deny) {
 		res.Status = StatusFailed
@@ -288,7 +289,7 @@ func (l *Loader) again(ctx context.Context, h *hotServer, allow, deny []string) 
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	tools, err := l.reg.Start(sctx, h.id)
+	tools, err := l.reg.Start(sctx, h.id, progress)
 	if err != nil {
 		res.Status, res.Message = StatusFailed, fmt.Sprintf("%s is hot-loaded as %s but does not start: %v", h.name, h.id, err)
 		return res

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -79,7 +80,7 @@ func (f *fakeReg) Deregister(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeReg) Start(ctx context.Context, id string) ([]string, error) {
+func (f *fakeReg) Start(ctx context.Context, id string, _ call.Progress) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if dl, ok := ctx.Deadline(); ok {
@@ -149,7 +150,7 @@ func TestLoaderLoadAndUnload(t *testing.T) {
 	t.Parallel()
 	l, _, reg, clk := newTestLoader(t, config.Registry{IdleTTL: 7 * time.Second, MaxHotLoaded: 5},
 		catalogEntry("io.github.ok/testkit", testkitPkg))
-	res := l.Load(context.Background(), "testkit", false, []string{"e*"}, []string{"env"})
+	res := l.Load(context.Background(), call.Progress{}, "testkit", false, []string{"e*"}, []string{"env"})
 	if res.Status != StatusLoaded || res.MCPServer != "testkit" || !slices.Equal(res.Tools, []string{"echo", "env"}) || res.Name != "io.github.ok/testkit" {
 		t.Fatalf("Load = %+v", res)
 	}
@@ -203,14 +204,14 @@ func TestLoaderIDClash(t *testing.T) {
 		catalogEntry("io.github.ok/fs", testkitPkg), catalogEntry("io.github.ok2/fs", testkitPkg))
 	l.cfg.VerifiedNamespaces = []string{"io.github.ok/", "io.github.ok2/"}
 	reg.taken["fs"] = true // a group, say
-	if res := l.Load(context.Background(), "io.github.ok/fs", false, nil, nil); res.Status != StatusLoaded || res.MCPServer != "fs-2" {
+	if res := l.Load(context.Background(), call.Progress{}, "io.github.ok/fs", false, nil, nil); res.Status != StatusLoaded || res.MCPServer != "fs-2" {
 		t.Fatalf("Load = %+v, want fs-2", res)
 	}
-	if res := l.Load(context.Background(), "io.github.ok2/fs", false, nil, nil); res.Status != StatusLoaded || res.MCPServer != "fs-3" {
+	if res := l.Load(context.Background(), call.Progress{}, "io.github.ok2/fs", false, nil, nil); res.Status != StatusLoaded || res.MCPServer != "fs-3" {
 		t.Fatalf("Load = %+v, want fs-3", res)
 	}
 	// Both loaded: the short name is now ambiguous.
-	if res := l.Load(context.Background(), "fs", false, nil, nil); res.Status != StatusAmbiguous {
+	if res := l.Load(context.Background(), call.Progress{}, "fs", false, nil, nil); res.Status != StatusAmbiguous {
 		t.Errorf("Load(fs) = %+v, want ambiguous", res)
 	}
 }
@@ -221,7 +222,7 @@ func TestLoaderStartFailure(t *testing.T) {
 	pkg.EnvironmentVariables = []KeyValueInput{{Name: "TOKEN", Input: Input{IsRequired: true, IsSecret: true}}}
 	l, _, reg, _ := newTestLoader(t, config.Registry{MaxHotLoaded: 1}, catalogEntry("io.github.ok/tk", pkg))
 	reg.startErr = errors.New("start_failed: tk (stderr: bad token sup3r-s3cret)")
-	res := l.Load(context.Background(), "tk", false, nil, nil)
+	res := l.Load(context.Background(), call.Progress{}, "tk", false, nil, nil)
 	if res.Status != StatusFailed || !strings.Contains(res.Message, "failed to start") || !strings.Contains(res.Message, "image mcp-hangar/testkit:dev") {
 		t.Fatalf("Load = %+v", res)
 	}
@@ -233,7 +234,7 @@ func TestLoaderStartFailure(t *testing.T) {
 	}
 	// The failed load took no slot.
 	reg.startErr = nil
-	if res := l.Load(context.Background(), "tk", false, nil, nil); res.Status != StatusLoaded {
+	if res := l.Load(context.Background(), call.Progress{}, "tk", false, nil, nil); res.Status != StatusLoaded {
 		t.Errorf("Load after a failed one = %+v", res)
 	}
 	b, _ := json.Marshal(res)
@@ -246,19 +247,19 @@ func TestLoaderMaxHotLoaded(t *testing.T) {
 	t.Parallel()
 	l, _, _, _ := newTestLoader(t, config.Registry{MaxHotLoaded: 1},
 		catalogEntry("io.github.ok/a", testkitPkg), catalogEntry("io.github.ok/b", testkitPkg))
-	if res := l.Load(context.Background(), "a", false, nil, nil); res.Status != StatusLoaded {
+	if res := l.Load(context.Background(), call.Progress{}, "a", false, nil, nil); res.Status != StatusLoaded {
 		t.Fatalf("Load(a) = %+v", res)
 	}
-	res := l.Load(context.Background(), "b", false, nil, nil)
+	res := l.Load(context.Background(), call.Progress{}, "b", false, nil, nil)
 	if res.Status != StatusFailed || !strings.Contains(res.Message, "max_hot_loaded") {
 		t.Errorf("Load(b) = %+v, want failed on max_hot_loaded", res)
 	}
 	// Loading a again is not a new slot.
-	if res := l.Load(context.Background(), "a", false, nil, nil); res.Status != StatusLoaded {
+	if res := l.Load(context.Background(), call.Progress{}, "a", false, nil, nil); res.Status != StatusLoaded {
 		t.Errorf("Load(a) again = %+v", res)
 	}
 	l.Unload(context.Background(), "a")
-	if res := l.Load(context.Background(), "b", false, nil, nil); res.Status != StatusLoaded {
+	if res := l.Load(context.Background(), call.Progress{}, "b", false, nil, nil); res.Status != StatusLoaded {
 		t.Errorf("Load(b) after an unload = %+v", res)
 	}
 }
@@ -266,12 +267,12 @@ func TestLoaderMaxHotLoaded(t *testing.T) {
 func TestLoaderAgain(t *testing.T) {
 	t.Parallel()
 	l, s, reg, _ := newTestLoader(t, config.Registry{}, catalogEntry("io.github.ok/fs", testkitPkg))
-	first := l.Load(context.Background(), "fs", false, []string{"read_*"}, nil)
+	first := l.Load(context.Background(), call.Progress{}, "fs", false, []string{"read_*"}, nil)
 	reg.mu.Lock()
 	reg.states["fs"] = "cold" // idled out
 	reg.mu.Unlock()
 	for _, name := range []string{"fs", "io.github.ok/fs"} {
-		again := l.Load(context.Background(), name, false, []string{"read_*"}, nil)
+		again := l.Load(context.Background(), call.Progress{}, name, false, []string{"read_*"}, nil)
 		if again.Status != StatusLoaded || again.MCPServer != first.MCPServer || !strings.Contains(again.Message, "already loaded") ||
 			!slices.Equal(again.Tools, first.Tools) {
 			t.Errorf("Load(%s) again = %+v", name, again)
@@ -283,7 +284,7 @@ func TestLoaderAgain(t *testing.T) {
 	if st, _, _ := reg.Inspect("fs"); st != "ready" {
 		t.Errorf("state %s, want the idle server started again", st)
 	}
-	other := l.Load(context.Background(), "fs", false, nil, []string{"rm"})
+	other := l.Load(context.Background(), call.Progress{}, "fs", false, nil, []string{"rm"})
 	if other.Status != StatusFailed || !strings.Contains(other.Message, "another tool policy") {
 		t.Errorf("Load with another policy = %+v", other)
 	}
@@ -318,7 +319,7 @@ func TestLoaderOutcomes(t *testing.T) {
 		{"empty name", "  ", false, StatusFailed, func(r LoadResult) bool { return r.Message == "name is required" }},
 	}
 	for _, tt := range tests {
-		res := l.Load(context.Background(), tt.query, tt.force, nil, nil)
+		res := l.Load(context.Background(), call.Progress{}, tt.query, tt.force, nil, nil)
 		if res.Status != tt.status || !tt.check(res) {
 			t.Errorf("%s: Load(%q) = %+v, want status %s", tt.name, tt.query, res, tt.status)
 		}
@@ -327,7 +328,7 @@ func TestLoaderOutcomes(t *testing.T) {
 		t.Errorf("%d servers registered, want only the forced one", n)
 	}
 	s.err = errors.New("registry https://r unreachable: connection refused")
-	if res := l.Load(context.Background(), "other", false, nil, nil); res.Status != StatusFailed || !strings.Contains(res.Message, "connection refused") {
+	if res := l.Load(context.Background(), call.Progress{}, "other", false, nil, nil); res.Status != StatusFailed || !strings.Contains(res.Message, "connection refused") {
 		t.Errorf("Load with a failing search = %+v", res)
 	}
 }
@@ -337,7 +338,7 @@ func TestLoaderOutcomes(t *testing.T) {
 func TestLoaderPrune(t *testing.T) {
 	t.Parallel()
 	l, _, reg, _ := newTestLoader(t, config.Registry{}, catalogEntry("io.github.ok/fs", testkitPkg))
-	l.Load(context.Background(), "fs", false, nil, nil)
+	l.Load(context.Background(), call.Progress{}, "fs", false, nil, nil)
 	reg.mu.Lock()
 	reg.specs["fs"] = &config.Server{ID: "fs"} // replaced by a configured server
 	reg.mu.Unlock()
@@ -370,7 +371,7 @@ func TestLoaderConcurrent(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if l.Load(context.Background(), fmt.Sprintf("s%d", i), false, nil, nil).Status == StatusLoaded {
+			if l.Load(context.Background(), call.Progress{}, fmt.Sprintf("s%d", i), false, nil, nil).Status == StatusLoaded {
 				loaded.Add(1)
 			}
 		}()

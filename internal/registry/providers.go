@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/provider"
@@ -63,12 +64,12 @@ func (p Providers) Deregister(ctx context.Context, id string) error {
 }
 
 // Start starts the provider and returns its allowed tools' names.
-func (p Providers) Start(ctx context.Context, id string) ([]string, error) {
+func (p Providers) Start(ctx context.Context, id string, progress call.Progress) ([]string, error) {
 	pr, ok := p.M.Get(id)
 	if !ok {
 		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: id}
 	}
-	tools, err := pr.Start(ctx)
+	tools, err := pr.Start(ctx, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/group"
@@ -28,7 +29,7 @@ type memBackend struct {
 func (b *memBackend) ListTools(context.Context) ([]mcpconn.Tool, error) {
 	return []mcpconn.Tool{{Name: "echo"}, {Name: "env"}, {Name: "sleep"}}, nil
 }
-func (b *memBackend) CallTool(context.Context, string, any) (*mcp.CallToolResult, error) {
+func (b *memBackend) CallTool(context.Context, string, any, *mcpconn.CallOptions) (*mcp.CallToolResult, error) {
 	return mcp.NewToolResultText("ok"), nil
 }
 func (b *memBackend) Done() <-chan struct{} { return b.done }
@@ -77,12 +78,12 @@ func TestProvidersRegistrar(t *testing.T) {
 	}}, reg, nil)
 	l.cfg.VerifiedNamespaces = []string{"io.github.ok/"}
 
-	res := l.Load(context.Background(), "math", false, nil, []string{"env"})
+	res := l.Load(context.Background(), call.Progress{}, "math", false, nil, []string{"env"})
 	if res.Status != StatusLoaded || res.MCPServer != "math-2" || !slices.Equal(res.Tools, []string{"echo", "sleep"}) {
 		t.Fatalf("Load(math) = %+v, want math-2 with the policy's tools", res)
 	}
 	// A group's ID is reserved: the load is refused and says why.
-	if res := l.Load(context.Background(), "pool", false, nil, nil); res.Status != StatusFailed ||
+	if res := l.Load(context.Background(), call.Progress{}, "pool", false, nil, nil); res.Status != StatusFailed ||
 		!strings.Contains(res.Message, "reserved: it is the id of group pool") {
 		t.Errorf("Load(pool) = %+v, want a refusal naming the group", res)
 	}
@@ -117,7 +118,7 @@ func TestProvidersRegistrar(t *testing.T) {
 	launcher.fail = errors.New("image not found: mcp-hangar/testkit:dev (the gateway never pulls; build or load it first)")
 	l2 := NewLoader(config.Registry{VerifiedNamespaces: []string{"io.github.ok/"}},
 		&fakeSearch{entries: []Entry{catalogEntry("io.github.ok/broken", testkitPkg)}}, reg, nil)
-	res = l2.Load(context.Background(), "broken", false, nil, nil)
+	res = l2.Load(context.Background(), call.Progress{}, "broken", false, nil, nil)
 	if res.Status != StatusFailed || !strings.Contains(res.Message, "never pulls") {
 		t.Errorf("Load(broken) = %+v", res)
 	}
@@ -130,7 +131,7 @@ func TestProvidersRegistrar(t *testing.T) {
 	if err := reg.Deregister(context.Background(), "never-there"); err != nil {
 		t.Errorf("Deregister(unknown) = %v", err)
 	}
-	if _, err := reg.Start(context.Background(), "never-there"); err == nil {
+	if _, err := reg.Start(context.Background(), "never-there", call.Progress{}); err == nil {
 		t.Error("Start(unknown) succeeded")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
@@ -24,6 +25,9 @@ import (
 // progress to be written.
 const progressWriteWait = 100 * time.Millisecond
 
+// progressCountKey carries a call's progressCount from CountProgress, an
+// HTTP stage before mcp-go, to the tool handler's progress reporter
+// (ProgressTo): mcp-go passes handlers the HTTP request's context only.
 type progressCountKey struct{}
 
 // progressCount is what a tools/call carrying a progressToken queued and

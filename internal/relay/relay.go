@@ -3,9 +3,10 @@
 // provider's sampling, elicitation and roots requests (as server-to-client
 // requests up to 2025-11-25, as multi round trips on 2026-07-28: rounds.go)
 // and the progress notifications written on the call's response stream
-// (progress.go). The call path (internal/gateway) and the front door bind a
-// call to its relay; the endpoint's stages (RootsParams, CountProgress)
-// shape the responses.
+// (progress.go). A tool handler's call.Request is built here (NewRequest:
+// the caller, the session, the relay and the progress reporter leave the
+// context at this point and travel as an argument down the call path); the
+// endpoint's stages (RootsParams, CountProgress) shape the responses.
 package relay
 
 import (
@@ -38,6 +39,10 @@ import (
 var errNotListening = errors.New("hangar: the calling client has no GET stream open on its session to receive the request; " +
 	"keep one open while calling (with mcp-go: transport.WithContinuousListening)")
 
+// relayKey carries a 2026-07-28 call's multi round trip relay from the
+// rounds Middleware to the tool handler, which puts it in its
+// call.Request: mcp-go's tool middlewares pass handlers a context and the
+// request, nothing else.
 type relayKey struct{}
 
 // withRelay returns ctx carrying the relay of the call made with it.

@@ -63,13 +63,9 @@ type Budget struct {
 	used atomic.Int64
 }
 
-type budgetKey struct{}
-
-// WithBudget returns ctx carrying a budget of n attempts.
-func WithBudget(ctx context.Context, n int) (context.Context, *Budget) {
-	b := &Budget{max: int64(n)}
-	return context.WithValue(ctx, budgetKey{}, b), b
-}
+// NewBudget is a budget of n attempts. It travels with the call it bounds
+// (call.Request.Budget).
+func NewBudget(n int) *Budget { return &Budget{max: int64(n)} }
 
 // Take spends one attempt; false when none is left.
 func (b *Budget) Take() bool {
@@ -86,13 +82,6 @@ func (b *Budget) Take() bool {
 
 // Used is how many attempts were spent.
 func (b *Budget) Used() int { return int(b.used.Load()) }
-
-// Take spends one attempt of ctx's budget. A context without a budget (a
-// call from anywhere but hangar_call's executor) may always try.
-func Take(ctx context.Context) bool {
-	b, ok := ctx.Value(budgetKey{}).(*Budget)
-	return !ok || b.Take()
-}
 
 // Restart is the wait before restart attempt n (n ≥ 1) of a provider that
 // failed to start or crashed: base, doubling, capped at max.

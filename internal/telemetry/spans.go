@@ -111,6 +111,10 @@ type Op struct {
 	httpStatus int // an HTTP error status, the error.type when no code is known
 }
 
+// opKey carries the SERVER operation of a request, the trace span's
+// bookkeeping, from the endpoint's first stage through mcp-go to the
+// handlers that name its target: trace plumbing, which is what a context
+// is for.
 type opKey struct{}
 
 // ServerOp is the SERVER operation ctx is serving, nil when none.
@@ -378,6 +382,8 @@ func (o *Op) End() {
 	}
 }
 
+// groupKey notes, for the member's CLIENT span, the group that chose it:
+// span attributes, set only on a traced context.
 type groupKey struct{}
 
 // WithGroup marks ctx as a call to group: the member's CLIENT span says
@@ -447,6 +453,8 @@ func StepSince(ctx context.Context, name string, began time.Time, err error) {
 	span.End()
 }
 
+// clientKey notes, for a CLIENT span mcpconn starts, the provider the
+// request goes to: span attributes, set only when telemetry is on.
 type clientKey struct{}
 
 type clientBase struct {

@@ -2,7 +2,8 @@
 // knows span names, span and metric attributes (MCP's semantic
 // conventions, semconv mcpconv, plus hangar.*), how trace context travels
 // in params._meta and headers, and how traces and metrics are exported
-// over OTLP.
+// over OTLP. It also names the fields of the gateway's log lines and binds
+// them to a request's logger (log.go, lazylog.go).
 //
 // Off (no endpoint in the config nor in OTEL_EXPORTER_OTLP_*), there is
 // no tracer and no OTLP exporter: with a Recorder (the Prometheus

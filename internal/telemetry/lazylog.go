@@ -1,4 +1,4 @@
-package gateway
+package telemetry
 
 import (
 	"context"
@@ -17,8 +17,9 @@ type lazyAttrs struct {
 	attrs []slog.Attr
 }
 
-// withLazy returns l with args bound lazily.
-func withLazy(l *slog.Logger, args ...any) *slog.Logger {
+// WithLazy returns l with args bound lazily: the gateway binds a tool
+// call's correlation ID and tool this way.
+func WithLazy(l *slog.Logger, args ...any) *slog.Logger {
 	h := l.Handler()
 	if lz, ok := h.(*lazyAttrs); ok {
 		return slog.New(lz).With(args...)

@@ -1,4 +1,4 @@
-package manage
+package clientconfig
 
 import (
 	"encoding/csv"
@@ -129,12 +129,12 @@ func splitDockerRun(args []string, af string, diags *Diagnostics) ([]runFlag, in
 			name, val, inline := strings.Cut(a[2:], "=")
 			def, ok := dockerRunFlags[name]
 			if !ok {
-				diags.add(LevelError, CodeUnsupported, fp, "docker run flag --%s is not supported", name)
+				diags.Add(LevelError, CodeUnsupported, fp, "docker run flag --%s is not supported", name)
 				return nil, 0, false
 			}
 			if def.value && !inline {
 				if i+1 >= len(args) {
-					diags.add(LevelError, CodeInvalidValue, fp, "flag %s needs a value", a)
+					diags.Add(LevelError, CodeInvalidValue, fp, "flag %s needs a value", a)
 					return nil, 0, false
 				}
 				i++
@@ -147,7 +147,7 @@ func splitDockerRun(args []string, af string, diags *Diagnostics) ([]runFlag, in
 		for j := 0; j < len(cluster); j++ {
 			name, ok := dockerShortFlags[cluster[j]]
 			if !ok {
-				diags.add(LevelError, CodeUnsupported, fp, "docker run flag -%c is not supported", cluster[j])
+				diags.Add(LevelError, CodeUnsupported, fp, "docker run flag -%c is not supported", cluster[j])
 				return nil, 0, false
 			}
 			raw := "-" + string(cluster[j])
@@ -165,7 +165,7 @@ func splitDockerRun(args []string, af string, diags *Diagnostics) ([]runFlag, in
 			val := strings.TrimPrefix(rest, "=")
 			if rest == "" {
 				if i+1 >= len(args) {
-					diags.add(LevelError, CodeInvalidValue, fp, "flag %s needs a value", raw)
+					diags.Add(LevelError, CodeInvalidValue, fp, "flag %s needs a value", raw)
 					return nil, 0, false
 				}
 				i++
@@ -183,7 +183,7 @@ func mapDocker(name string, e Entry, field string, o Options, diags *Diagnostics
 	args := e.Args
 	af := field + ".args"
 	if len(args) == 0 || args[0] != "run" {
-		diags.add(LevelError, CodeUnsupported, af, `a docker command must be "docker run [flags] IMAGE [args]"`)
+		diags.Add(LevelError, CodeUnsupported, af, `a docker command must be "docker run [flags] IMAGE [args]"`)
 		return nil
 	}
 	flags, i, ok := splitDockerRun(args, af, diags)
@@ -195,12 +195,12 @@ func mapDocker(name string, e Entry, field string, o Options, diags *Diagnostics
 		dockerFlag(s, e, f, o, diags)
 	}
 	if i >= len(args) {
-		diags.add(LevelError, CodeMissingField, af, "docker run has no image")
+		diags.Add(LevelError, CodeMissingField, af, "docker run has no image")
 		return nil
 	}
 	s.Image = args[i]
 	if s.Image == "" {
-		diags.add(LevelError, CodeInvalidValue, fmt.Sprintf("%s[%d]", af, i), "image must not be empty")
+		diags.Add(LevelError, CodeInvalidValue, fmt.Sprintf("%s[%d]", af, i), "image must not be empty")
 	}
 	if rest := args[i+1:]; len(rest) > 0 {
 		s.Args = slices.Clone(rest)
@@ -213,7 +213,7 @@ func mapDocker(name string, e Entry, field string, o Options, diags *Diagnostics
 		}
 		if _, set := s.Env[k]; !set {
 			if !envNameRe.MatchString(k) {
-				diags.add(LevelError, CodeInvalidValue, field+".env."+k, "invalid environment variable name")
+				diags.Add(LevelError, CodeInvalidValue, field+".env."+k, "invalid environment variable name")
 				continue
 			}
 			s.Env[k] = v
@@ -228,16 +228,16 @@ func dockerFlag(s *config.Server, e Entry, f runFlag, o Options, diags *Diagnost
 	fp := f.field
 	switch def.action {
 	case flagRefuse:
-		diags.add(LevelError, CodeWidensHardening, fp, "docker flag --%s refused: it %s", f.name, def.why)
+		diags.Add(LevelError, CodeWidensHardening, fp, "docker flag --%s refused: it %s", f.name, def.why)
 		return
 	case flagIgnore:
 		switch f.name {
 		case "rm", "init", "detach", "quiet", "help":
 			// The gateway always attaches and removes its containers.
 		case "pids-limit", "cap-drop":
-			diags.add(LevelWarning, CodeIgnored, fp, "%s ignored: the gateway sets it", f.raw)
+			diags.Add(LevelWarning, CodeIgnored, fp, "%s ignored: the gateway sets it", f.raw)
 		default:
-			diags.add(LevelWarning, CodeIgnored, fp, "docker flag %s ignored: the gateway builds the container itself", f.raw)
+			diags.Add(LevelWarning, CodeIgnored, fp, "docker flag %s ignored: the gateway builds the container itself", f.raw)
 		}
 		return
 	}
@@ -246,24 +246,24 @@ func dockerFlag(s *config.Server, e Entry, f runFlag, o Options, diags *Diagnost
 		// -i is how stdio servers are written; the gateway always attaches
 		// stdin.
 	case "tty":
-		diags.add(LevelWarning, CodeIgnored, fp, "%s ignored: a TTY would corrupt the MCP stdio stream", f.raw)
+		diags.Add(LevelWarning, CodeIgnored, fp, "%s ignored: a TTY would corrupt the MCP stdio stream", f.raw)
 	case "read-only":
 		if f.hasVal {
 			if b, err := strconv.ParseBool(f.value); err != nil || !b {
-				diags.add(LevelWarning, CodeWidensHardening, fp, "--read-only=%s ignored: the root file system stays read-only", f.value)
+				diags.Add(LevelWarning, CodeWidensHardening, fp, "--read-only=%s ignored: the root file system stays read-only", f.value)
 			}
 		}
 		s.ReadOnly = true // the default
 	case "env":
 		k, v, hasVal := strings.Cut(f.value, "=")
 		if !envNameRe.MatchString(k) {
-			diags.add(LevelError, CodeInvalidValue, fp, "%s wants NAME=value or NAME", f.raw)
+			diags.Add(LevelError, CodeInvalidValue, fp, "%s wants NAME=value or NAME", f.raw)
 			return
 		}
 		if !hasVal {
 			var ok bool
 			if v, ok = e.Env[k]; !ok {
-				diags.add(LevelWarning, CodeIgnored, fp, "-e %s ignored: %s is not in env", k, k)
+				diags.Add(LevelWarning, CodeIgnored, fp, "-e %s ignored: %s is not in env", k, k)
 				return
 			}
 		}
@@ -276,7 +276,7 @@ func dockerFlag(s *config.Server, e Entry, f runFlag, o Options, diags *Diagnost
 	case "volume":
 		b, err := o.Access.Volume(f.value)
 		if err != nil {
-			diags.add(LevelError, CodeWidensHardening, fp, "%s %s", f.raw, err)
+			diags.Add(LevelError, CodeWidensHardening, fp, "%s %s", f.raw, err)
 			return
 		}
 		s.Volumes = append(s.Volumes, b.String())
@@ -284,21 +284,21 @@ func dockerFlag(s *config.Server, e Entry, f runFlag, o Options, diags *Diagnost
 		mountFlag(s, f, o, diags)
 	case "network", "net":
 		if err := o.Access.Network(f.value); err != nil {
-			diags.add(LevelError, CodeWidensHardening, fp, "--%s %q: %v", f.name, f.value, err)
+			diags.Add(LevelError, CodeWidensHardening, fp, "--%s %q: %v", f.name, f.value, err)
 			return
 		}
 		s.Network = f.value
 	case "memory":
 		n, err := config.ParseSize(f.value)
 		if err != nil || n < 6<<20 {
-			diags.add(LevelError, CodeInvalidValue, fp, "--memory wants a size of at least 6m like 512m")
+			diags.Add(LevelError, CodeInvalidValue, fp, "--memory wants a size of at least 6m like 512m")
 			return
 		}
 		s.Resources.MemoryBytes = n
 	case "cpus":
 		n, ok := config.ParseCPUs(f.value)
 		if !ok || n > 64e9 {
-			diags.add(LevelError, CodeInvalidValue, fp, "--cpus wants a number of CPUs (0.01..64)")
+			diags.Add(LevelError, CodeInvalidValue, fp, "--cpus wants a number of CPUs (0.01..64)")
 			return
 		}
 		s.Resources.NanoCPUs = n
@@ -306,7 +306,7 @@ func dockerFlag(s *config.Server, e Entry, f runFlag, o Options, diags *Diagnost
 		u, err := o.Access.User(f.value)
 		if err != nil {
 			s.User = hostaccess.DefaultUser
-			diags.add(LevelWarning, CodeWidensHardening, fp, "%s %q: %v; the default user %s is kept", f.raw, f.value, err, hostaccess.DefaultUser)
+			diags.Add(LevelWarning, CodeWidensHardening, fp, "%s %q: %v; the default user %s is kept", f.raw, f.value, err, hostaccess.DefaultUser)
 			return
 		}
 		s.User = u
@@ -320,7 +320,7 @@ func dockerFlag(s *config.Server, e Entry, f runFlag, o Options, diags *Diagnost
 func mountFlag(s *config.Server, f runFlag, o Options, diags *Diagnostics) {
 	fields, err := csv.NewReader(strings.NewReader(f.value)).Read()
 	if err != nil {
-		diags.add(LevelError, CodeInvalidValue, f.field, "--mount: not a comma-separated list of key=value")
+		diags.Add(LevelError, CodeInvalidValue, f.field, "--mount: not a comma-separated list of key=value")
 		return
 	}
 	typ, src, dst, ro := "volume", "", "", false
@@ -338,14 +338,14 @@ func mountFlag(s *config.Server, f runFlag, o Options, diags *Diagnostics) {
 			if hasVal {
 				b, err := strconv.ParseBool(v)
 				if err != nil {
-					diags.add(LevelError, CodeInvalidValue, f.field, "--mount %s wants true or false", k)
+					diags.Add(LevelError, CodeInvalidValue, f.field, "--mount %s wants true or false", k)
 					return
 				}
 				ro = b
 			}
 		case "consistency", "bind-recursive", "bind-nonrecursive":
 		default:
-			diags.add(LevelError, CodeWidensHardening, f.field, "--mount option %q refused: only type, source, target and readonly are supported", k)
+			diags.Add(LevelError, CodeWidensHardening, f.field, "--mount option %q refused: only type, source, target and readonly are supported", k)
 			return
 		}
 	}
@@ -353,13 +353,13 @@ func mountFlag(s *config.Server, f runFlag, o Options, diags *Diagnostics) {
 	case "bind":
 		b, err := o.Access.Bind(src, dst, ro)
 		if err != nil {
-			diags.add(LevelError, CodeWidensHardening, f.field, "--mount %v", err)
+			diags.Add(LevelError, CodeWidensHardening, f.field, "--mount %v", err)
 			return
 		}
 		s.Volumes = append(s.Volumes, b.String())
 	case "tmpfs":
-		diags.add(LevelWarning, CodeIgnored, f.field, "--mount type=tmpfs ignored: the gateway gives every container its own /tmp")
+		diags.Add(LevelWarning, CodeIgnored, f.field, "--mount type=tmpfs ignored: the gateway gives every container its own /tmp")
 	default:
-		diags.add(LevelError, CodeWidensHardening, f.field, "--mount type=%s refused: only bind mounts under %s are supported", typ, hostaccess.KeyBindRoots)
+		diags.Add(LevelError, CodeWidensHardening, f.field, "--mount type=%s refused: only bind mounts under %s are supported", typ, hostaccess.KeyBindRoots)
 	}
 }

@@ -1,12 +1,14 @@
-// Package manage is the management protocol of seed 003: install servers
-// from the mcpServers JSON people keep in their MCP client configs, set
-// their policy, restart, uninstall, read details, and notify clients of
-// changes. This file is the pure part: a client-config entry → a server
-// spec plus diagnostics, with no Docker and no store.
-package manage
+// Package clientconfig reads the mcpServers JSON that people keep in their
+// MCP client configs (Claude Desktop, Cursor, VS Code's "servers") and maps
+// one entry to a server spec with diagnostics: a pure function of the
+// entry and the install policy (Options; what it may get of the host is
+// hostaccess's, the one allow-list dockerrt checks again at container
+// creation), with no Docker and no store. In the data flow it sits under
+// mcp/install (internal/manage), which seals the entry's secrets, stores
+// the install and publishes the spec to the catalog.
+package clientconfig
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +22,6 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/egress"
 	"github.com/mcp-hangar/hangar/internal/hostaccess"
-	"github.com/mcp-hangar/hangar/internal/mcpconn"
 )
 
 // Diagnostic levels.
@@ -56,7 +57,8 @@ type Diagnostic struct {
 // Diagnostics of one entry.
 type Diagnostics []Diagnostic
 
-func (d *Diagnostics) add(level, code, field, format string, a ...any) {
+// Add appends a finding; Message is format with a, never a secret value.
+func (d *Diagnostics) Add(level, code, field, format string, a ...any) {
 	*d = append(*d, Diagnostic{Code: code, Level: level, Message: fmt.Sprintf(format, a...), FieldPath: field})
 }
 
@@ -168,7 +170,7 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 	var e Entry
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		diags.add(LevelError, CodeInvalidEntry, field, "must be an object")
+		diags.Add(LevelError, CodeInvalidEntry, field, "must be an object")
 		return e, diags
 	}
 	for _, k := range sortedKeys(m) {
@@ -201,12 +203,12 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 		case "summary":
 			err = json.Unmarshal(v, &e.Summary)
 			if sum := strings.TrimSpace(e.Summary); err == nil && (sum == "" || len(sum) > maxSummary || strings.ContainsAny(sum, "\r\n")) {
-				diags.add(LevelError, CodeInvalidValue, fp, "must be one line of 1 to %d characters", maxSummary)
+				diags.Add(LevelError, CodeInvalidValue, fp, "must be one line of 1 to %d characters", maxSummary)
 				continue
 			}
 			e.Summary = strings.TrimSpace(e.Summary)
 		default:
-			diags.add(LevelWarning, CodeIgnored, fp, "unknown field %q ignored", k)
+			diags.Add(LevelWarning, CodeIgnored, fp, "unknown field %q ignored", k)
 			continue
 		}
 		if err != nil {
@@ -219,7 +221,7 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 			case "egress":
 				want = `an object {"allow": [host[:port], …]}`
 			}
-			diags.add(LevelError, CodeInvalidValue, fp, "must be %s", want)
+			diags.Add(LevelError, CodeInvalidValue, fp, "must be %s", want)
 		}
 	}
 	return e, diags
@@ -237,16 +239,8 @@ type Options struct {
 	// Access is what an entry may get of the host: bind mounts, users,
 	// networks, env files (install.allowed_*). Its zero value allows none.
 	Access hostaccess.Policy
-	// listing maps an entry only to show it: env files are not read.
-	listing bool
-	// OnChanged, when set, is called after every install, update, policy
-	// change or uninstall (the front door lists again).
-	OnChanged func()
-	// SaveCatalog, when set, keeps a server's catalog in the store after
-	// a start brings a new one. nil: another owner (the gateway's front
-	// door) keeps them, with the image they came from; this service only
-	// reads them.
-	SaveCatalog func(ctx context.Context, server string, tools []mcpconn.Tool) error
+	// Listing maps an entry only to show it: env files are not read.
+	Listing bool
 }
 
 // runners are commands that fetch and run a package: they need a runtime
@@ -258,17 +252,17 @@ var runners = []string{"npx", "uvx", "uv", "node", "python", "python3", "bunx", 
 func Map(name string, e Entry, field string, o Options) (*config.Server, Diagnostics) {
 	var diags Diagnostics
 	if e.Cwd != "" {
-		diags.add(LevelWarning, CodeIgnored, field+".cwd", "cwd ignored: installed servers run in a container")
+		diags.Add(LevelWarning, CodeIgnored, field+".cwd", "cwd ignored: installed servers run in a container")
 	}
 	var s *config.Server
 	switch t := strings.ToLower(e.Type); {
 	case e.URL != "" || t == "http" || t == "sse" || t == "streamable-http" || t == "streamable_http":
 		s = mapURL(name, e, field, o, &diags)
 	case e.Command == "":
-		diags.add(LevelError, CodeMissingField, field, `needs "command" (a local server) or "url" (a remote server)`)
+		diags.Add(LevelError, CodeMissingField, field, `needs "command" (a local server) or "url" (a remote server)`)
 	case t != "" && t != "stdio":
-		diags.add(LevelError, CodeUnsupported, field+".type", "type %q is not supported (want stdio, http, sse or streamable-http)", e.Type)
-	case commandName(e.Command) == "docker":
+		diags.Add(LevelError, CodeUnsupported, field+".type", "type %q is not supported (want stdio, http, sse or streamable-http)", e.Type)
+	case CommandName(e.Command) == "docker":
 		s = mapDocker(name, e, field, o, &diags)
 	default:
 		s = mapCommand(name, e, field, o, &diags)
@@ -289,17 +283,17 @@ func Map(name string, e Entry, field string, o Options) (*config.Server, Diagnos
 // cover.
 func mapEgress(s *config.Server, eg *EntryEgress, field string, o Options, diags *Diagnostics) {
 	if s.Mode != config.ModeDocker || (s.Transport != "" && s.Transport != config.TransportStdio) {
-		diags.add(LevelError, CodeInvalidValue, field, "egress applies to servers run as stdio containers only")
+		diags.Add(LevelError, CodeInvalidValue, field, "egress applies to servers run as stdio containers only")
 		return
 	}
 	ok := true
 	for i, a := range eg.Allow {
 		fp := fmt.Sprintf("%s.allow[%d]", field, i)
 		if _, err := egress.ParseRule(a); err != nil {
-			diags.add(LevelError, CodeInvalidValue, fp, "%v", err)
+			diags.Add(LevelError, CodeInvalidValue, fp, "%v", err)
 			ok = false
 		} else if _, permitted := (config.Install{AllowedEgress: o.AllowedEgress}).EgressPermitted([]string{a}); !permitted {
-			diags.add(LevelError, CodeWidensHardening, fp, "egress to %q is not allowed by the gateway's install.allowed_egress", a)
+			diags.Add(LevelError, CodeWidensHardening, fp, "egress to %q is not allowed by the gateway's install.allowed_egress", a)
 			ok = false
 		}
 	}
@@ -315,22 +309,23 @@ func mapEgress(s *config.Server, eg *EntryEgress, field string, o Options, diags
 	s.Network = ""
 }
 
-func commandName(cmd string) string {
+// CommandName is the program a command runs, without its directory.
+func CommandName(cmd string) string {
 	base := filepath.Base(cmd)
 	return strings.TrimSuffix(base, ".exe")
 }
 
 func mapURL(name string, e Entry, field string, o Options, diags *Diagnostics) *config.Server {
 	if e.Command != "" {
-		diags.add(LevelError, CodeInvalidEntry, field, `has both "url" and "command": use one`)
+		diags.Add(LevelError, CodeInvalidEntry, field, `has both "url" and "command": use one`)
 	}
 	if e.URL == "" {
-		diags.add(LevelError, CodeMissingField, field+".url", "required for type %s", e.Type)
+		diags.Add(LevelError, CodeMissingField, field+".url", "required for type %s", e.Type)
 		return nil
 	}
 	u, err := url.Parse(e.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		diags.add(LevelError, CodeInvalidValue, field+".url", "must be an http(s) URL")
+		diags.Add(LevelError, CodeInvalidValue, field+".url", "must be an http(s) URL")
 		return nil
 	}
 	s := config.NewServer(name, config.ModeRemote, o.Execution)
@@ -342,7 +337,7 @@ func mapURL(name string, e Entry, field string, o Options, diags *Diagnostics) *
 		s.Headers = map[string]string{}
 		for k, v := range e.Headers {
 			if k == "" || strings.ContainsAny(k, ":\r\n ") {
-				diags.add(LevelError, CodeInvalidValue, field+".headers."+k, "invalid header name")
+				diags.Add(LevelError, CodeInvalidValue, field+".headers."+k, "invalid header name")
 				continue
 			}
 			s.Headers[k] = v
@@ -355,7 +350,7 @@ func mapURL(name string, e Entry, field string, o Options, diags *Diagnostics) *
 		setHeader(s, "Authorization", "Bearer "+e.Token)
 	}
 	if len(e.Env) > 0 {
-		diags.add(LevelWarning, CodeIgnored, field+".env", "env ignored: a remote server has no process")
+		diags.Add(LevelWarning, CodeIgnored, field+".env", "env ignored: a remote server has no process")
 	}
 	return s
 }
@@ -370,7 +365,7 @@ func setHeader(s *config.Server, k, v string) {
 // mapCommand runs a package runner in its runtime image, or any command as
 // a subprocess when that is allowed.
 func mapCommand(name string, e Entry, field string, o Options, diags *Diagnostics) *config.Server {
-	cmd := commandName(e.Command)
+	cmd := CommandName(e.Command)
 	if rt, ok := o.Runtimes[cmd]; ok && rt.Image != "" {
 		s := config.NewServer(name, config.ModeDocker, o.Execution)
 		s.Image = rt.Image
@@ -395,10 +390,10 @@ func mapCommand(name string, e Entry, field string, o Options, diags *Diagnostic
 		return s
 	}
 	if slices.Contains(runners, cmd) {
-		diags.add(LevelError, CodeRuntimeUnavailable, field+".command",
+		diags.Add(LevelError, CodeRuntimeUnavailable, field+".command",
 			"%q needs a runtime image: configure runtimes.%s.image in the gateway config (or set install.allow_subprocess: true to run it as a process)", cmd, cmd)
 	} else {
-		diags.add(LevelError, CodeRuntimeUnavailable, field+".command",
+		diags.Add(LevelError, CodeRuntimeUnavailable, field+".command",
 			"command %q cannot run in a container: use \"command\": \"docker\" with \"run\" args, a url, or set install.allow_subprocess: true", cmd)
 	}
 	return nil
@@ -407,7 +402,7 @@ func mapCommand(name string, e Entry, field string, o Options, diags *Diagnostic
 func mergeEnv(s *config.Server, env map[string]string, field string, diags *Diagnostics) {
 	for k, v := range env {
 		if !envNameRe.MatchString(k) {
-			diags.add(LevelError, CodeInvalidValue, field+".env."+k, "invalid environment variable name")
+			diags.Add(LevelError, CodeInvalidValue, field+".env."+k, "invalid environment variable name")
 			continue
 		}
 		if s.Env == nil {
@@ -424,12 +419,12 @@ var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Only files under install.allowed_env_file_roots are read; for any other
 // path the diagnostic says so and nothing else, whether or not it exists.
 func envFile(s *config.Server, file, field string, o Options, diags *Diagnostics) {
-	if file == "" || o.listing {
+	if file == "" || o.Listing {
 		return
 	}
 	b, err := o.Access.ReadEnvFile(file)
 	if err != nil {
-		diags.add(LevelError, CodeWidensHardening, field, "env file %v", strings.TrimPrefix(err.Error(), "env file "))
+		diags.Add(LevelError, CodeWidensHardening, field, "env file %v", strings.TrimPrefix(err.Error(), "env file "))
 		return
 	}
 	for i, line := range strings.Split(string(b), "\n") {
@@ -439,7 +434,7 @@ func envFile(s *config.Server, file, field string, o Options, diags *Diagnostics
 		}
 		k, v, _ := strings.Cut(line, "=")
 		if !envNameRe.MatchString(k) {
-			diags.add(LevelError, CodeInvalidValue, field, "line %d of env file: not NAME=value", i+1)
+			diags.Add(LevelError, CodeInvalidValue, field, "line %d of env file: not NAME=value", i+1)
 			continue
 		}
 		if s.Env == nil {

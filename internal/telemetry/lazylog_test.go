@@ -1,4 +1,4 @@
-package gateway
+package telemetry
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
 // A lazily bound logger writes exactly what slog's own With would.
@@ -46,7 +44,7 @@ func TestLazyAttrsWriteLikeWith(t *testing.T) {
 				return a
 			}}
 			tt.log(slog.New(slog.NewJSONHandler(&want, opts)), eager)
-			tt.log(slog.New(slog.NewJSONHandler(&got, opts)), withLazy)
+			tt.log(slog.New(slog.NewJSONHandler(&got, opts)), WithLazy)
 			if got.String() != want.String() {
 				t.Errorf("lazy:\n%s\nwant (slog With):\n%s", got.String(), want.String())
 			}
@@ -68,8 +66,8 @@ func TestLazyAttrsRecordKeyWins(t *testing.T) {
 		}
 		return a
 	}}))
-	withLazy(l, "correlation_id", "c1", "tool", "hangar_call").Info("audit", "tool", "add", "mcp_server", "math")
-	withLazy(l, "correlation_id", "c2", "tool", "hangar_list").Info("other", "k", 1)
+	WithLazy(l, "correlation_id", "c1", "tool", "hangar_call").Info("audit", "tool", "add", "mcp_server", "math")
+	WithLazy(l, "correlation_id", "c2", "tool", "hangar_list").Info("other", "k", 1)
 	want := `{"level":"INFO","msg":"audit","correlation_id":"c1","tool":"add","mcp_server":"math"}` + "\n" +
 		`{"level":"INFO","msg":"other","correlation_id":"c2","tool":"hangar_list","k":1}` + "\n"
 	if got.String() != want {
@@ -77,16 +75,17 @@ func TestLazyAttrsRecordKeyWins(t *testing.T) {
 	}
 }
 
-// BenchmarkLazyAuditLine is one audit line through a call's lazily bound
+// BenchmarkLazyAuditLine is one audit line (audit.Record's fields, spelled
+// out: package audit imports this one) through a call's lazily bound
 // logger into slog's JSON handler.
 func BenchmarkLazyAuditLine(b *testing.B) {
-	l := withLazy(slog.New(slog.NewJSONHandler(io.Discard, nil)), telemetry.FieldCorrelationID, "0123456789abcdef", telemetry.FieldTool, "hangar_call")
+	l := WithLazy(slog.New(slog.NewJSONHandler(io.Discard, nil)), FieldCorrelationID, "0123456789abcdef", FieldTool, "hangar_call")
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		l.LogAttrs(ctx, slog.LevelInfo, "audit",
-			slog.String(FieldIdentity, "agent"), slog.String(FieldAction, ActionHangarCall), slog.String(telemetry.FieldTool, "add"),
-			slog.String(telemetry.FieldServer, "math"), slog.Bool(FieldAllowed, true), slog.String(FieldReason, ""),
-			slog.String(FieldOutcome, OutcomeOK), slog.Float64(telemetry.FieldDurationMs, 0.42))
+			slog.String("identity", "agent"), slog.String("action", "hangar_call"), slog.String(FieldTool, "add"),
+			slog.String(FieldServer, "math"), slog.Bool("allowed", true), slog.String("reason", ""),
+			slog.String("outcome", "ok"), slog.Float64(FieldDurationMs, 0.42))
 	}
 }

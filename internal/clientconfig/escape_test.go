@@ -1,4 +1,4 @@
-package manage
+package clientconfig
 
 import (
 	"encoding/json"

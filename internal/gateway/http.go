@@ -65,7 +65,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "plain tools/call", Serve: serve})
 	}
 	if serve := g.toolsListHandler(s, streamable); serve != nil {
-		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "stateless tools/list", Serve: serve})
+		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "plain tools/list", Serve: serve})
 	}
 	p.Table.Last = relay.CountProgress(streamable, frontdoor.FindToolName)
 	if o.UI != nil {
@@ -95,8 +95,8 @@ func needScope(h *auth.HTTP, scope string, next http.Handler) http.Handler {
 	})
 }
 
-// toolsListHandler is st, with tools/list of the front door served from
-// the listing (see the top of this file for when).
+// toolsListHandler serves tools/list of the front door from its listing
+// when mcp-go's answer is known (internal/frontdoor/listing.go says when).
 func (g *Gateway) toolsListHandler(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
 	if g.FrontDoor == nil {
 		return nil

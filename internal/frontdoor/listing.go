@@ -44,7 +44,7 @@ import (
 // the notifications waiting in the session into the answer first (then
 // the answer is an SSE stream), and once a session has been sent any
 // notification it frames every later answer as SSE. A session with
-// notifications waiting is left to mcp-go (the channel's length says so);
+// notifications waiting is left to mcp-go (pending says so);
 // one that has none is answered as plain JSON, which every client takes
 // for a POST (it must accept both), with the same message mcp-go would
 // put in the stream. A notification sent while the answer is written waits
@@ -175,6 +175,16 @@ func (rs *registeredSessions) get(id string) server.ClientSession {
 	return rs.by[id]
 }
 
+// pending is how many notifications wait in session: the session table's
+// small sessions say (endpoint/mcpsession.go; asking for their channel
+// would make their queue), mcp-go's own have them in their channel.
+func pending(session server.ClientSession) int {
+	if p, ok := session.(interface{ Pending() int }); ok {
+		return p.Pending()
+	}
+	return len(session.NotificationChannel())
+}
+
 // CachedListings is the number of tools/list answers kept for the current
 // tool set.
 func (f *FrontDoor) CachedListings() int { return f.listing.size() }
@@ -225,7 +235,7 @@ func (f *FrontDoor) ServingToolsList(s *server.MCPServer, st *server.StreamableH
 				return false
 			}
 		}
-		if session != nil && len(session.NotificationChannel()) > 0 {
+		if session != nil && pending(session) > 0 {
 			return false // mcp-go sends what waits first
 		}
 		// What mcp-go writes for a JSON answer: json.Encoder's output of

@@ -22,11 +22,19 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 	// (endpoint/sessions.go); mcp-go's own idle sweeper stays off.
 	sessions := endpoint.NewSessionTable(o.MaxSessions, o.MaxSessionsPerIdentity, o.SessionIdleTTL, g.Log.With("component", "sessions"))
 	sessions.Replica = g.replica
-	streamable := server.NewStreamableHTTPServer(s,
+	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sessions),
-		server.WithHeartbeatInterval(30*time.Second),
-	)
+		server.WithHeartbeatInterval(30 * time.Second),
+	}
+	if _, built := g.chains.Load(s); built {
+		// Between requests mcp-go holds a small session object of the
+		// table's, not its own (endpoint/mcpsession.go); MCPServer gave s
+		// the hooks and the call middleware that takes.
+		sessions.MCP = s
+		opts = append(opts, server.WithHTTPContextFunc(endpoint.HTTPContext))
+	}
+	streamable := server.NewStreamableHTTPServer(s, opts...)
 	if o.Auth.Log == nil {
 		o.Auth.Log = g.Log
 	}

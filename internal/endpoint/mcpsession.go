@@ -38,9 +38,18 @@ import (
 // for the stream (handOver) and puts it back after (takeBack); what the
 // front door ties to a session's end ignores both (HandingOver).
 
-// notificationQueue is how many notifications wait for an idle session:
-// mcp-go's own number. The queue is made by the first one.
-const notificationQueue = 100
+// Notifications waiting for an idle session: at most notificationQueue,
+// mcp-go's own number. mcp-go sends each into the session's channel, and
+// drops it when the channel is full; the channel is small (queueSlots,
+// made by the first notification) and, whenever mcp-go asks for it with
+// more than queueFree slots taken, what waits in it moves to a slice, so
+// a session that was sent something holds a few hundred bytes, not
+// mcp-go's 4.8 KB channel, and a burst of senders still finds room.
+const (
+	notificationQueue = 100
+	queueSlots        = 8
+	queueFree         = 4
+)
 
 // mcpSession is a session as mcp-go's server holds it between requests.
 type mcpSession struct {
@@ -52,6 +61,7 @@ type mcpSession struct {
 	caps        mcp.ClientCapabilities
 	version     string
 	queue       chan mcp.JSONRPCNotification
+	older       []mcp.JSONRPCNotification // waited longer than what is in queue
 	// live are the sessions of the tools/calls in flight: the last one
 	// takes the notifications meanwhile.
 	live []server.ClientSession
@@ -86,7 +96,10 @@ func (m *mcpSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 		return m.live[n-1].NotificationChannel()
 	}
 	if m.queue == nil {
-		m.queue = make(chan mcp.JSONRPCNotification, notificationQueue)
+		m.queue = make(chan mcp.JSONRPCNotification, queueSlots)
+	}
+	for len(m.queue) > queueSlots-queueFree && len(m.older)+len(m.queue) < notificationQueue {
+		m.older = append(m.older, <-m.queue)
 	}
 	return m.queue
 }
@@ -95,7 +108,7 @@ func (m *mcpSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 func (m *mcpSession) Pending() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.queue)
+	return len(m.older) + len(m.queue)
 }
 
 func (m *mcpSession) GetClientInfo() mcp.Implementation {
@@ -164,24 +177,24 @@ func (m *mcpSession) hydrate(s server.ClientSession, moveQueue bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.queue) == 0 {
+	if len(m.older) == 0 && len(m.queue) == 0 {
 		return
 	}
+	for len(m.queue) > 0 && len(m.older) < notificationQueue {
+		m.older = append(m.older, <-m.queue)
+	}
 	to := s.NotificationChannel()
-	for len(m.queue) > 0 {
-		n := <-m.queue
+	for i, n := range m.older {
 		select {
 		case to <- n:
 		default:
-			// s is full (a stream's session): n waits again, behind what
-			// came meanwhile, and the rest with it.
-			select {
-			case m.queue <- n:
-			default:
-			}
+			// s is full (a stream's session): the rest waits for the
+			// next request.
+			m.older = append(m.older[:0], m.older[i:]...)
 			return
 		}
 	}
+	m.older = nil
 }
 
 // attach lets s, the session of a tools/call in flight, take the

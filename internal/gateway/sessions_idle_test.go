@@ -171,7 +171,8 @@ func TestIdleSessionNotifications(t *testing.T) {
 }
 
 // TestIdleSessionsStaySmall: an idle 2025-11-25 session holds about a
-// kilobyte, not mcp-go's 10 KB session object.
+// kilobyte, not mcp-go's 10 KB session object, and a little more with
+// notifications waiting.
 func TestIdleSessionsStaySmall(t *testing.T) {
 	s := newIdleSessions(t)
 	s.open(t) // the first allocates what every session shares
@@ -190,9 +191,52 @@ func TestIdleSessionsStaySmall(t *testing.T) {
 	if per > 3000 {
 		t.Errorf("%d B of heap per idle session, want at most 3,000 (mcp-go's own session object is ~10 KB)", per)
 	}
+	// A notification for all of them leaves each a few hundred bytes
+	// while it waits (mcp-go's own session: a 4.8 KB channel from the
+	// start).
+	s.h.srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	waiting := (int64(before.HeapAlloc) - int64(after.HeapAlloc)) / n
+	t.Logf("%d B more per idle session with a notification waiting", waiting)
+	if waiting > 1000 {
+		t.Errorf("%d B more per idle session with a notification waiting, want at most 1,000", waiting)
+	}
 	runtime.KeepAlive(ids)
 	// And each still works.
 	if _, _, body := s.post(t, ids[n/2], `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); !strings.Contains(body, `"hangar_list"`) {
 		t.Fatal(fmt.Sprintf("tools/list: %s", body))
+	}
+}
+
+// TestIdleSessionNotificationBurst: many notifications for an idle
+// session all come ahead of its next answer, in the order sent; past
+// about mcp-go's 100 the rest are dropped, as mcp-go drops them.
+func TestIdleSessionNotificationBurst(t *testing.T) {
+	t.Parallel()
+	s := newIdleSessions(t)
+	a := s.open(t)
+	for _, sent := range []int{60, 130} {
+		for i := range sent - 1 {
+			s.h.srv.SendNotificationToAllClients("notifications/message", map[string]any{"level": "info", "data": fmt.Sprintf("n%03d", i)})
+		}
+		s.h.srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+		// test_wait returns once the list_changed, sent last, is written
+		// (or 100 ms passed, when it was dropped).
+		_, _, body := s.post(t, a, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"test_wait","_meta":{"progressToken":1}}}`)
+		last := -1
+		for i := range min(sent-1, 99) {
+			at := strings.Index(body, fmt.Sprintf(`"n%03d"`, i))
+			if at < 0 || at < last {
+				t.Fatalf("%d sent: n%03d missing or out of order in %.300s", sent, i, body)
+			}
+			last = at
+		}
+		if sent < 100 && !before(body, `"notifications/tools/list_changed"`) {
+			t.Fatalf("%d sent: no list_changed ahead of the answer", sent)
+		}
+		if sent > 120 && strings.Contains(body, `"n128"`) {
+			t.Errorf("%d sent: all kept, none dropped past the bound", sent)
+		}
 	}
 }

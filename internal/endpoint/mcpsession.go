@@ -231,13 +231,13 @@ func mcpSessionOf(ctx context.Context) *mcpSession {
 // initialize told the session it made for the request on the session's
 // mcpSession, before the answer goes out.
 func SessionInitialized(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
-	res0, ok := ctx.Value(reservationKey{}).(*reservation)
+	r, ok := ctx.Value(reservationKey{}).(*reservation)
 	if !ok || req == nil || res == nil {
 		return
 	}
-	res0.t.mu.Lock()
-	s := res0.session
-	res0.t.mu.Unlock()
+	r.t.mu.Lock()
+	s := r.session
+	r.t.mu.Unlock()
 	if s == nil || s.mcp == nil {
 		return
 	}

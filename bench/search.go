@@ -321,7 +321,7 @@ func (r *Report) figure12(b *strings.Builder) {
 		fmt.Sprintf("p50 ≤ %s, p99 ≤ %s: %s", FormatDuration(targetFindP50), FormatDuration(targetFindP99), verdict(x.findOK()))), FormatDuration(x.Find.CPUPerCall))...)
 	t.add(append(latencyRow(fmt.Sprintf("tools/list in search mode (%d tools listed), 2026-07-28", x.Listed), x.Modern.Lat, "hangar_health round trip", x.Health.Lat,
 		fmt.Sprintf("CPU ≤ %s: %s", FormatDuration(targetSearchList), verdict(x.Modern.CPUPerCall <= targetSearchList))), FormatDuration(x.Modern.CPUPerCall))...)
-	t.add(append(latencyRow("the same on a 2025-11-25 session (mcp-go's ListTools)", x.Legacy.Lat, "hangar_health round trip", x.Health.Lat,
+	t.add(append(latencyRow("the same on a 2025-11-25 session (mcp-go's client)", x.Legacy.Lat, "hangar_health round trip", x.Health.Lat,
 		fmt.Sprintf("CPU ≤ %s: %s", FormatDuration(targetSearchList), verdict(x.Legacy.CPUPerCall <= targetSearchList))), FormatDuration(x.Legacy.CPUPerCall))...)
 	t.add(append(latencyRow("hangar_health (the baseline)", x.Health.Lat, "—", Summary{}, "—"), FormatDuration(x.Health.CPUPerCall))...)
 	t.add(append(latencyRow(fmt.Sprintf("index catch-up: one server changed among %d tools (in process)", x.Indexed), x.CatchUp, "—", Summary{},
@@ -330,7 +330,8 @@ func (r *Report) figure12(b *strings.Builder) {
 	fmt.Fprintf(b, "\nQuality is `internal/toolsearch`'s index over its labelled set (`go test -run TestQuality -v ./internal/toolsearch/` computes the same). "+
 		"The gateway serves the set %d times over (copies named `<server>-<n>`), every tool predefined in the config so nothing starts, with `front_door.discovery: search`; "+
 		"the find tool is called with the labelled queries in turn, and the lists come from a plain HTTP client on 2026-07-28 (served from the encoded listing) and from mcp-go's client on a 2025-11-25 session "+
-		"(mcp-go builds that answer itself: it copies and sorts all %d registered tools before the search-mode filter keeps %d). "+
+		"(served from the same listing, which keeps mcp-go's answer per caller view and session activations, whenever no notification waits for the session; "+
+		"mcp-go itself copies and sorts all %d registered tools before the search-mode filter keeps %d). "+
 		"Latencies are client-observed; gateway CPU per call is the gateway process's user+system time over the rounds, which a shared machine disturbs least. "+
 		"Catch-up (its maximum is the target's) is timed in the bench process from publishing a catalog with one new server to the index having applied it; searches never wait for it.\n\n",
 		searchCopies, x.Indexed, x.Listed)

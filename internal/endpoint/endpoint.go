@@ -19,7 +19,8 @@
 //	─── session table (2025-11-25 session ids; 2026-07-28 passes) ───
 //	unserved     resources/read of what is withheld  answered here
 //	direct call  plain tools/call by name            the call path
-//	listing      stateless tools/list                the front door's cache
+//	listing      plain tools/list (stateless, or on  the front door's cache
+//	             a session with nothing waiting)
 //	mcp-go       everything else                     the MCP server
 //
 // Each row either serves a request or declines it without writing, and

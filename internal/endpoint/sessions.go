@@ -25,8 +25,9 @@ import (
 // to the identity that opened it, bounds their number, expires idle ones,
 // and answers 404 for an id it does not hold for this caller. mcp-go sees
 // it through a SessionIdManager and only ever gets requests for sessions
-// the table vouched for. MCP 2026-07-28 has no sessions: those requests
-// pass untouched.
+// the table vouched for. Between a session's requests mcp-go holds only a
+// small object of the table's for it (mcpsession.go). MCP 2026-07-28 has
+// no sessions: those requests pass untouched.
 
 // AnonymousOwner owns the sessions of callers without an identity.
 const AnonymousOwner = "anonymous"
@@ -67,6 +68,16 @@ type Session struct {
 	// one is not idle, however long the call takes.
 	busy    int
 	streams map[*context.CancelFunc]struct{}
+
+	// mcp is what mcp-go holds of the session between requests
+	// (mcpsession.go); nil when mcp-go holds its own.
+	mcp *mcpSession
+	// hand serialises taking mcp out of mcp-go for GET streams and
+	// putting it back; gets counts those streams, registered says
+	// whether mcp-go holds mcp now (both guarded by hand).
+	hand       sync.Mutex
+	gets       int
+	registered bool
 }
 
 // SessionTable holds the open sessions.
@@ -83,6 +94,11 @@ type SessionTable struct {
 	// Refused, when set, records an initialize Refused for the limits
 	// (429, 503) in the audit trail; set once before serving.
 	Refused func(r *http.Request, f auth.Refusal)
+	// MCP, when set, is the MCP server whose sessions the table keeps
+	// small between requests (mcpsession.go); set once before serving,
+	// with SessionInitialized and SessionRegistered among its hooks and
+	// HTTPContext as the streamable server's context func.
+	MCP *server.MCPServer
 
 	mu       sync.Mutex
 	byID     map[string]*Session
@@ -112,6 +128,8 @@ type reservation struct {
 	t     *SessionTable
 	owner string
 	used  bool // guarded by t.mu
+	// session is the one minted on the reservation (guarded by t.mu).
+	session *Session
 }
 
 // reserve holds a slot for a new session of owner's. When owner already
@@ -191,20 +209,66 @@ func (r *reservation) release() {
 }
 
 // create mints a session for owner with grant, using res's slot when it
-// has one.
-func (t *SessionTable) create(owner, grant string, res *reservation) string {
+// has one. With t.MCP, mcp-go is given the session's mcpSession before it
+// could register a session object of its own; ctx is the initialize
+// request's, for the register hooks.
+func (t *SessionTable) create(ctx context.Context, owner, grant string, res *reservation) string {
 	id := forward.ID(rand.Text(), t.Replica) // 26 base32 characters: 130 bits from the CSPRNG
+	s := &Session{owner: owner, grant: grant, lastActive: time.Now()}
+	if t.MCP != nil {
+		s.mcp = &mcpSession{id: id}
+		s.registered = true
+	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if res != nil && res.t == t {
 		res.useLocked()
+		res.session = s
 	}
-	t.byID[id] = &Session{owner: owner, grant: grant, lastActive: time.Now()}
+	t.byID[id] = s
 	if !t.sweeping && !t.closed {
 		t.sweeping = true
 		go t.sweep()
 	}
+	t.mu.Unlock()
+	if s.mcp != nil {
+		s.hand.Lock()
+		if err := t.MCP.RegisterSession(ctx, s.mcp); err != nil {
+			// mcp-go registers a session object of its own instead.
+			s.registered = false
+			t.log.Warn("session not registered small", "error", err)
+		}
+		s.hand.Unlock()
+	}
 	return id
+}
+
+// handOver takes s's mcpSession out of mcp-go for a GET stream, which
+// mcp-go registers a session of its own for (ctx is the stream's).
+func (t *SessionTable) handOver(ctx context.Context, id string, s *Session) {
+	s.hand.Lock()
+	defer s.hand.Unlock()
+	s.gets++
+	if s.registered {
+		s.registered = false
+		t.MCP.UnregisterSession(ctx, id)
+	}
+}
+
+// takeBack gives mcp-go s's mcpSession again once the session's last GET
+// stream ended, unless the session did.
+func (t *SessionTable) takeBack(ctx context.Context, id string, s *Session) {
+	s.hand.Lock()
+	defer s.hand.Unlock()
+	s.gets--
+	t.mu.Lock()
+	alive := t.byID[id] == s
+	t.mu.Unlock()
+	if s.gets > 0 || s.registered || !alive {
+		return
+	}
+	if err := t.MCP.RegisterSession(ctx, s.mcp); err == nil {
+		s.registered = true
+	}
 }
 
 // acquire returns the session id names when owner holds it with the same
@@ -268,7 +332,8 @@ func (t *SessionTable) stream(s *Session, cancel context.CancelFunc) func() {
 	}
 }
 
-// sessionKey carries a sessionRef in the context of a POST on a session.
+// sessionKey carries a sessionRef in the context of a POST or GET on a
+// session.
 type sessionKey struct{}
 
 // sessionRef is the session a request was made on.
@@ -371,13 +436,26 @@ func (t *SessionTable) sweep() {
 	}
 }
 
-// Close stops the sweeper; sessions left are ended by mcp-go's shutdown.
+// Close stops the sweeper, and ends the sessions left whose mcp-go state
+// is an mcpSession (mcp-go's shutdown ends those it holds itself): what is
+// tied to a session's end runs for them too.
 func (t *SessionTable) Close() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if !t.closed {
 		t.closed = true
 		close(t.stop)
+	}
+	var left []string
+	for id, s := range t.byID {
+		if s.mcp != nil {
+			left = append(left, id)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range left {
+		if t.Release != nil {
+			t.Release(id)
+		}
 	}
 }
 
@@ -396,6 +474,7 @@ type sessionManager struct {
 	owner string
 	grant string
 	res   *reservation
+	ctx   context.Context // the request's
 }
 
 var (
@@ -408,8 +487,9 @@ type reservationKey struct{}
 // ResolveSessionIdManager implements server.SessionIdManagerResolver; r is
 // nil when mcp-go shuts down.
 func (t *SessionTable) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
-	m := sessionManager{t: t, owner: AnonymousOwner}
+	m := sessionManager{t: t, owner: AnonymousOwner, ctx: context.Background()}
 	if r != nil {
+		m.ctx = r.Context()
 		m.owner = SessionOwner(r.Context())
 		m.grant = SessionGrant(r.Context())
 		m.res, _ = r.Context().Value(reservationKey{}).(*reservation)
@@ -417,7 +497,7 @@ func (t *SessionTable) ResolveSessionIdManager(r *http.Request) server.SessionId
 	return m
 }
 
-func (m sessionManager) Generate() string { return m.t.create(m.owner, m.grant, m.res) }
+func (m sessionManager) Generate() string { return m.t.create(m.ctx, m.owner, m.grant, m.res) }
 
 // Validate is reached only for sessions the middleware vouched for; it
 // checks again so that nothing reaches mcp-go on a stale id.
@@ -491,12 +571,19 @@ func (t *SessionTable) Middleware(next http.Handler) http.Handler {
 		defer t.Done(s)
 		switch r.Method {
 		case http.MethodGet:
-			ctx, cancel := context.WithCancel(r.Context())
+			ctx, cancel := context.WithCancel(context.WithValue(r.Context(), sessionKey{}, sessionRef{t: t, s: s}))
 			defer cancel()
 			defer t.stream(s, cancel)()
+			if s.mcp != nil {
+				ctx = context.WithValue(ctx, handingOverKey{}, true)
+				t.handOver(ctx, id, s)
+				defer t.takeBack(ctx, id, s)
+			}
 			r = r.WithContext(ctx)
 		case http.MethodPost:
-			// The relay asks whether the caller listens (listening).
+			// The relay asks whether the caller listens (listening); the
+			// session mcp-go makes for the request is given the session's
+			// state (HTTPContext).
 			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sessionRef{t: t, s: s}))
 		}
 		next.ServeHTTP(w, r)

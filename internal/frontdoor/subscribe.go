@@ -372,8 +372,14 @@ func (f *FrontDoor) Hooks(base *server.Hooks) *server.Hooks {
 	h.OnRequestInitialization = append(append([]server.OnRequestInitializationFunc{}, h.OnRequestInitialization...), f.onRequest, f.onToolCall)
 	h.OnAfterListResources = append(append([]server.OnAfterListResourcesFunc{}, h.OnAfterListResources...), f.resourceFilter)
 	h.OnAfterListResourceTemplates = append(append([]server.OnAfterListResourceTemplatesFunc{}, h.OnAfterListResourceTemplates...), f.templateFilter)
+	h.OnRegisterSession = append(append([]server.OnRegisterSessionHookFunc{}, h.OnRegisterSession...), f.listing.sessions.register)
 	h.OnUnregisterSession = append(append([]server.OnUnregisterSessionHookFunc{}, h.OnUnregisterSession...),
-		func(ctx context.Context, s server.ClientSession) { f.sessionEnded(ctx, s.SessionID()) },
-		func(_ context.Context, s server.ClientSession) { f.searchSessionEnded(s.SessionID()) })
+		func(ctx context.Context, s server.ClientSession) {
+			if !endpoint.HandingOver(ctx) { // the session goes on
+				f.sessionEnded(ctx, s.SessionID())
+				f.searchSessionEnded(s.SessionID())
+			}
+		},
+		f.listing.sessions.unregister)
 	return h
 }

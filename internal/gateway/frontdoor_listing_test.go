@@ -225,39 +225,84 @@ func TestToolsListCacheMatchesMCPGo(t *testing.T) {
 	}
 }
 
-// TestToolsListLegacyLeftToMCPGo: on the session-based protocol the
-// front door's tools/list is mcp-go's own (see frontdoor_listing.go), with
-// the same per-caller filter.
-func TestToolsListLegacyLeftToMCPGo(t *testing.T) {
+// TestToolsListLegacySessions: on the session-based protocol the front
+// door's tools/list is mcp-go's own answer, with the same per-caller
+// filter, for every session of a view from one cached answer; a session
+// with notifications waiting is left to mcp-go, which sends them first.
+func TestToolsListLegacySessions(t *testing.T) {
 	t.Parallel()
 	l := newListingGateway(t)
-	for _, tc := range []struct {
+	fd := l.g.FrontDoor
+	legacy := func(token, sid, id string) listReq {
+		return listReq{token: token, version: mcp.LATEST_LEGACY_PROTOCOL_VERSION, id: id, params: "{}",
+			header: http.Header{"Mcp-Session-Id": {sid}}}
+	}
+	views := []struct {
 		token string
 		want  []string
 	}{
 		{adminTok, []string{"alpha__echo", "alpha__sum", "beta__echo", "beta__sum", "secret__echo", "secret__sum"}},
 		{callTok, []string{"alpha__echo", "alpha__sum", "beta__echo", "beta__sum"}},
-	} {
-		var results [][]byte
-		for _, h := range []http.Handler{l.gw, l.ref} {
-			sid := legacySession(t, h, tc.token)
-			q := listReq{token: tc.token, version: mcp.LATEST_LEGACY_PROTOCOL_VERSION, id: "3", params: "{}",
-				header: http.Header{"Mcp-Session-Id": {sid}}}
-			w := q.send(h)
-			if w.Code != http.StatusOK {
-				t.Fatalf("legacy tools/list: %d %.300s", w.Code, w.Body)
+	}
+	for _, v := range views {
+		for range 2 { // two sessions of one view share the answer
+			ref, gw := legacySession(t, l.ref, v.token), legacySession(t, l.gw, v.token)
+			for _, id := range []string{"3", `"req-<1>"`, "1.0"} {
+				want := legacy(v.token, ref, id).send(l.ref)
+				got := legacy(v.token, gw, id).send(l.gw)
+				if got.Code != http.StatusOK || got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+					t.Fatalf("gateway answered %d %.300s\nmcp-go answered %d %.300s", got.Code, got.Body, want.Code, want.Body)
+				}
+				if !equalHeaders(got.Header(), want.Header()) {
+					t.Fatalf("gateway headers %v, mcp-go's %v", got.Header(), want.Header())
+				}
+				if names := listedNames(t, got.Body.Bytes()); !slices.Equal(names, v.want) {
+					t.Errorf("listed %v, want %v", names, v.want)
+				}
 			}
-			results = append(results, w.Body.Bytes())
-		}
-		if !bytes.Equal(results[0], results[1]) {
-			t.Errorf("gateway answered %.300s\nmcp-go answered %.300s", results[0], results[1])
-		}
-		if got := listedNames(t, results[0]); !slices.Equal(got, tc.want) {
-			t.Errorf("listed %v, want %v", got, tc.want)
 		}
 	}
-	if n := l.g.FrontDoor.CachedListings(); n != 0 {
-		t.Errorf("%d answers cached for the session-based protocol", n)
+	if n := fd.CachedListings(); n != len(views) {
+		t.Errorf("%d answers cached, want one per view (%d)", n, len(views))
+	}
+
+	// Left to mcp-go: what it answers otherwise, and a session with a
+	// notification waiting.
+	sid := legacySession(t, l.gw, adminTok)
+	for name, q := range map[string]listReq{
+		"cursor":          func() listReq { q := legacy(adminTok, sid, "4"); q.params = `{"cursor":"YWxwaGFfX3N1bQ=="}`; return q }(),
+		"unknown version": func() listReq { q := legacy(adminTok, sid, "4"); q.version = "2099-01-01"; return q }(),
+		"params not object": func() listReq {
+			q := legacy(adminTok, sid, "4")
+			q.params = `"x"`
+			return q
+		}(),
+	} {
+		before := fd.CachedListings()
+		w := q.send(l.gw)
+		if w.Code == http.StatusOK && bytes.Contains(w.Body.Bytes(), []byte(`"tools"`)) && !strings.Contains(name, "cursor") {
+			t.Errorf("%s: listed %.200s", name, w.Body)
+		}
+		if fd.CachedListings() != before {
+			t.Errorf("%s: an answer was cached", name)
+		}
+	}
+	init := listReq{token: adminTok, version: mcp.LATEST_LEGACY_PROTOCOL_VERSION, raw: `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		header: http.Header{"Mcp-Session-Id": {sid}}}
+	if w := init.send(l.gw); w.Code != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %s", w.Code, w.Body)
+	}
+	l.srv.SendNotificationToAllClients("notifications/message", map[string]any{"level": "info", "data": "waiting"})
+	w := legacy(adminTok, sid, "5").send(l.gw)
+	body := w.Body.String()
+	if w.Header().Get("Content-Type") != "text/event-stream" || !strings.Contains(body, `"waiting"`) ||
+		strings.Index(body, `"waiting"`) > strings.Index(body, `"alpha__echo"`) {
+		t.Fatalf("a list with a notification waiting: %s %.400s", w.Header().Get("Content-Type"), body)
+	}
+	// Nothing waits now: the answer comes from the listing, as JSON.
+	w = legacy(adminTok, sid, "6").send(l.gw)
+	if w.Header().Get("Content-Type") != "application/json" || !slices.Equal(listedNames(t, w.Body.Bytes()), views[0].want) {
+		t.Fatalf("the next list: %s %.400s", w.Header().Get("Content-Type"), w.Body)
 	}
 }
 

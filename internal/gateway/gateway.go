@@ -264,9 +264,15 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 		}
 		hooks = g.FrontDoor.Hooks(hooks)
 	}
+	// What the session table keeps of a 2025-11-25 session between its
+	// requests (endpoint/mcpsession.go); hooks as given stay as they were.
+	h := &server.Hooks{}
 	if hooks != nil {
-		opts = append(opts, server.WithHooks(hooks))
+		*h = *hooks
 	}
+	h.OnAfterInitialize = append(slices.Clip(h.OnAfterInitialize), endpoint.SessionInitialized)
+	h.OnRegisterSession = append(slices.Clip(h.OnRegisterSession), endpoint.SessionRegistered)
+	opts = append(opts, server.WithHooks(h))
 	chain := g.toolChain()
 	opts = append(opts, chain.options()...)
 	s := server.NewMCPServer("hangar", Version, opts...)
@@ -295,6 +301,9 @@ func (g *Gateway) toolChain() toolChain {
 	c := toolChain{
 		middlewares: []server.ToolHandlerMiddleware{
 			recoverPanics,
+			// A call on a 2025-11-25 session takes the session's
+			// notifications on its stream (endpoint/mcpsession.go).
+			endpoint.DuringCall,
 			g.correlate,
 			authorize,
 			// Innermost: every round trip of a call is correlated and

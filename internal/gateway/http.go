@@ -23,11 +23,19 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 	// (endpoint/sessions.go); mcp-go's own idle sweeper stays off.
 	sessions := endpoint.NewSessionTable(o.MaxSessions, o.MaxSessionsPerIdentity, o.SessionIdleTTL, g.Log.With("component", "sessions"))
 	sessions.Replica = g.replica
-	streamable := server.NewStreamableHTTPServer(s,
+	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sessions),
-		server.WithHeartbeatInterval(30*time.Second),
-	)
+		server.WithHeartbeatInterval(30 * time.Second),
+	}
+	if _, built := g.chains.Load(s); built {
+		// Between requests mcp-go holds a small session object of the
+		// table's, not its own (endpoint/mcpsession.go); MCPServer gave s
+		// the hooks and the call middleware that takes.
+		sessions.MCP = s
+		opts = append(opts, server.WithHTTPContextFunc(endpoint.HTTPContext))
+	}
+	streamable := server.NewStreamableHTTPServer(s, opts...)
 	if o.Auth.Log == nil {
 		o.Auth.Log = g.Log
 	}
@@ -66,7 +74,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "plain tools/call", Serve: serve})
 	}
 	if serve := g.toolsListHandler(s, streamable); serve != nil {
-		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "stateless tools/list", Serve: serve})
+		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "plain tools/list", Serve: serve})
 	}
 	p.Table.Last = relay.CountProgress(streamable, frontdoor.FindToolName)
 	if o.UI != nil {
@@ -96,8 +104,8 @@ func needScope(h *auth.HTTP, scope string, next http.Handler) http.Handler {
 	})
 }
 
-// toolsListHandler is st, with tools/list of the front door served from
-// the listing (see the top of this file for when).
+// toolsListHandler serves tools/list of the front door from its listing
+// when mcp-go's answer is known (internal/frontdoor/listing.go says when).
 func (g *Gateway) toolsListHandler(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
 	if g.FrontDoor == nil {
 		return nil

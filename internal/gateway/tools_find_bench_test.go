@@ -133,9 +133,9 @@ func threadCPU() time.Duration {
 }
 
 // BenchmarkSearchModeToolsList is tools/list in search mode over 1,228
-// tools through mcp-go's own path (the session-based protocol versions;
-// the stateless one is served from the listing), in process: all of it
-// is gateway CPU.
+// tools through mcp-go's own path (stdio and in-process clients; over
+// HTTP it is served from the listing), in process: all of it is gateway
+// CPU.
 func BenchmarkSearchModeToolsList(b *testing.B) {
 	h := searchBench(b)
 	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
@@ -181,9 +181,9 @@ func BenchmarkSearchModeToolsListHTTP(b *testing.B) {
 }
 
 // BenchmarkSearchModeToolsListHTTPLegacy is the search-mode list on a
-// 2025-11-25 session through the gateway's whole HTTP handler: mcp-go
-// answers it (see internal/frontdoor/listing.go), as figure 12 of the bench
-// measures on the binary.
+// 2025-11-25 session through the gateway's whole HTTP handler, served
+// from the listing after the first (internal/frontdoor/listing.go), as
+// figure 12 of the bench measures on the binary.
 func BenchmarkSearchModeToolsListHTTPLegacy(b *testing.B) {
 	h := searchBench(b)
 	handler := h.g.HTTP(h.srv, endpoint.Options{}).Handler

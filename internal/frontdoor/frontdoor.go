@@ -51,7 +51,7 @@ type Binding struct {
 	Version  string `json:"-"`
 	// BoundAt is when this name was first bound to this tool and catalog
 	// version (a refresh that changes nothing keeps it).
-	BoundAt time.Time `json:"bound_at"`
+	BoundAt time.Time     `json:"bound_at"`
 	def     *mcpconn.Tool // in the catalog it was bound from
 }
 

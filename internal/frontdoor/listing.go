@@ -44,7 +44,7 @@ import (
 // the notifications waiting in the session into the answer first (then
 // the answer is an SSE stream), and once a session has been sent any
 // notification it frames every later answer as SSE. A session with
-// notifications waiting is left to mcp-go (pending says so);
+// notifications waiting is left to mcp-go (Pending says so);
 // one that has none is answered as plain JSON, which every client takes
 // for a POST (it must accept both), with the same message mcp-go would
 // put in the stream. A notification sent while the answer is written waits
@@ -175,10 +175,11 @@ func (rs *registeredSessions) get(id string) server.ClientSession {
 	return rs.by[id]
 }
 
-// pending is how many notifications wait in session: the session table's
+// Pending is how many notifications wait in session: the session table's
 // small sessions say (endpoint/mcpsession.go; asking for their channel
-// would make their queue), mcp-go's own have them in their channel.
-func pending(session server.ClientSession) int {
+// would make their queue), mcp-go's own have them in their channel. mcp-go
+// writes them into the answer of the session's next request.
+func Pending(session server.ClientSession) int {
 	if p, ok := session.(interface{ Pending() int }); ok {
 		return p.Pending()
 	}
@@ -235,7 +236,7 @@ func (f *FrontDoor) ServingToolsList(s *server.MCPServer, st *server.StreamableH
 				return false
 			}
 		}
-		if session != nil && pending(session) > 0 {
+		if session != nil && Pending(session) > 0 {
 			return false // mcp-go sends what waits first
 		}
 		// What mcp-go writes for a JSON answer: json.Encoder's output of
@@ -289,20 +290,34 @@ func plainToolsList(r *http.Request, s *server.MCPServer, st *server.StreamableH
 // before it lists (streamable_http.go's handlePost); the session table
 // (endpoint/sessions.go) has vouched for the session id already.
 func (f *FrontDoor) sessionToolsList(r *http.Request, s *server.MCPServer, neutral server.Hooks) (session server.ClientSession, id []byte, ok bool) {
-	if _, ok = post(r, s, neutral, mcp.MethodToolsList); !ok {
-		return nil, nil, false
-	}
-	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && (!mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v)) {
+	if _, session, ok = f.SessionPost(r, s, neutral, mcp.MethodToolsList); !ok {
 		return nil, nil, false
 	}
 	id, req, _, ok := listRequest(r)
 	if !ok || mcp.IsModernProtocol(req.Params.Meta.ProtocolVersion()) {
 		return nil, nil, false
 	}
-	if session = f.listing.sessions.get(r.Header.Get(server.HeaderKeySessionID)); session == nil {
-		return nil, nil, false // mcp-go would make a session up for this request
-	}
 	return session, id, true
+}
+
+// SessionPost reports whether r is a request of method on a session of
+// the session-based protocols that mcp-go's transport takes on to its
+// server and that no hook but neutral ones would see, and returns its
+// envelope and the session mcp-go would handle it on (the one it holds,
+// which the session table has vouched for). The request's own _meta may
+// still name a 2026-07-28 version, which mcp-go takes for the stateless
+// protocol: the caller checks that.
+func (f *FrontDoor) SessionPost(r *http.Request, s *server.MCPServer, neutral server.Hooks, method mcp.MCPMethod) (env endpoint.Envelope, session server.ClientSession, ok bool) {
+	if env, ok = post(r, s, neutral, method); !ok {
+		return env, nil, false
+	}
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && (!mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v)) {
+		return env, nil, false
+	}
+	if session = f.listing.sessions.get(r.Header.Get(server.HeaderKeySessionID)); session == nil {
+		return env, nil, false // mcp-go would make a session up for this request
+	}
+	return env, session, true
 }
 
 // listRequest decodes r's body as mcp-go decodes a tools/list request,

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
@@ -20,19 +22,21 @@ import (
 // request itself), re-serialises and decodes the tool's whole input schema
 // to look for x-mcp-header bindings, starts a goroutine to forward
 // notifications and encodes the answer: most of the gateway's CPU per warm
-// call before this path (BENCHMARKS.md, figure 10, "Before"). For the plain call of the stateless
-// protocol none of that can change the answer, so the gateway runs it
-// itself: the tool mcp-go would run, behind the same middlewares and tool
-// filters (toolChain, which mcp-go is given from the same list), with what
-// mcp-go would put in its context that the gateway's handlers read, and it
-// writes what mcp-go would write, byte for byte (TestDirectCallsMatchMCPGo).
+// call before this path (BENCHMARKS.md, figure 10, "Before"). For a plain
+// call none of that can change the answer, so the gateway runs it itself:
+// the tool mcp-go would run, behind the same middlewares and tool filters
+// (toolChain, which mcp-go is given from the same list), with what mcp-go
+// would put in its context that the gateway's handlers read, and it writes
+// what mcp-go would write, byte for byte (TestDirectCallsMatchMCPGo,
+// TestDirectSessionCallsMatchMCPGo).
 //
-// A plain call is a tools/call request of 2026-07-28 or later that mcp-go
-// would not refuse before calling the tool, with no progress token (nothing
-// is sent to the client while it runs: progress is the only notification a
-// call of the gateway's sends, and a 2026-07-28 client is asked for input
-// by multi round trip, in the answer), no task, no multi round trip state
-// to resume, and a tool whose input schema binds no header. Everything else
+// A plain call is a tools/call request that mcp-go would not refuse before
+// calling the tool, with no progress token (nothing is sent to the client
+// while it runs: progress is the only notification a call of the gateway's
+// sends, a 2026-07-28 client is asked for input by multi round trip, in the
+// answer, and a session's client that could be asked declared it, see
+// plainSessionCall), no task, no multi round trip state to resume, and a
+// tool whose input schema binds no header. Everything else
 // goes to mcp-go, and so does every request while a hook other than the
 // gateway's own would see it.
 
@@ -50,14 +54,20 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 	}
 	impl := mcp.Implementation{Name: "hangar", Version: Version}
 	return func(w http.ResponseWriter, r *http.Request) bool {
-		call, ok := plainCall(r, s, st, chain, neutral)
-		if !ok {
+		var call directCall
+		plain := false
+		switch {
+		case mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+			call, plain = plainCall(r, s, st, chain, neutral)
+		case g.FrontDoor != nil: // it knows the sessions mcp-go holds
+			call, plain = g.plainSessionCall(r, s, chain, neutral)
+		}
+		if !plain {
 			return false
 		}
 		g.directCount.Add(1)
-		ctx := server.WithRequestProtocolInfo(r.Context(), call.info)
-		res, err := chain.wrap(call.tool.Handler)(ctx, call.req)
-		if ctx.Err() != nil {
+		res, err := chain.wrap(call.tool.Handler)(call.ctx, call.req)
+		if call.ctx.Err() != nil {
 			return true // the client is gone; mcp-go writes nothing then either
 		}
 		if err == nil && res == nil {
@@ -67,7 +77,7 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 		if err != nil {
 			resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(call.id),
 				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)}
-		} else {
+		} else if call.info.Modern {
 			// The result metadata 2026-07-28 requires, as mcp-go stamps it.
 			if res.GetResultType() == "" {
 				res.SetResultType(mcp.ResultTypeComplete)
@@ -75,6 +85,8 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 			if meta := res.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
 				meta.SetServerInfo(impl)
 			}
+		}
+		if err == nil {
 			answer, encErr := resultAnswer(call.id, res)
 			if encErr == nil {
 				w.Header().Set("Content-Type", "application/json")
@@ -101,6 +113,10 @@ type directCall struct {
 	req  mcp.CallToolRequest
 	info *server.RequestProtocolInfo
 	tool *server.ServerTool
+	// ctx is the request's context with what mcp-go would put in it that
+	// the gateway's handlers read: the protocol info, and on a session
+	// the server and the session.
+	ctx context.Context
 }
 
 // plainCall reports whether r is a plain call (see the top of this file)
@@ -108,43 +124,90 @@ type directCall struct {
 // calls the tool, or one that keeps a call whose answer mcp-go frames
 // otherwise (streamed notifications, an error it writes itself) for mcp-go.
 func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, chain toolChain, neutral server.Hooks) (directCall, bool) {
-	var c directCall
 	env, version, ok := frontdoor.StatelessPost(r, s, st, neutral, mcp.MethodToolsCall)
 	if !ok {
+		return directCall{}, false
+	}
+	c, meta, ok := decodeCall(r, env)
+	if !ok || meta.version != version || meta.caps == nil || !standardHeaders(r.Header, c.req.Params.Name) {
 		return c, false
 	}
+	c.info = &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.info,
+		ClientCapabilities: meta.caps, LogLevel: meta.level}
+	c.ctx = server.WithRequestProtocolInfo(r.Context(), c.info)
+	return c, c.runnable(s, chain)
+}
+
+// plainSessionCall is plainCall for a session of the session-based
+// protocols (2025-11-25 and before), whose session mcp-go holds (the
+// session table's, endpoint/mcpsession.go, or its own while a GET stream
+// is open). Beside a stateless plain call's, its conditions are those
+// under which mcp-go answers on a session exactly as it answers a
+// stateless call: no notification waits for the session (mcp-go would
+// stream it ahead of the answer), and the client declared no sampling,
+// elicitation or roots at initialize (a provider's request of one during
+// the call would go to the client on this call's stream), and the tool is
+// a call of a provider's (hangar_call or a callable name). A notification
+// for the session during the call waits for its next request or its GET
+// stream, as one sent just after mcp-go's answer would.
+func (g *Gateway) plainSessionCall(r *http.Request, s *server.MCPServer, chain toolChain, neutral server.Hooks) (directCall, bool) {
+	env, session, ok := g.FrontDoor.SessionPost(r, s, neutral, mcp.MethodToolsCall)
+	if !ok || !session.Initialized() || frontdoor.Pending(session) > 0 {
+		return directCall{}, false
+	}
+	if c, ok := session.(server.SessionWithClientInfo); !ok {
+		return directCall{}, false
+	} else if caps := c.GetClientCapabilities(); caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil {
+		return directCall{}, false
+	}
+	c, meta, ok := decodeCall(r, env)
+	if !ok || mcp.IsModernProtocol(meta.version) || !g.relays(c.req.Params.Name) {
+		// mcp-go takes a 2026-07-28 _meta for the stateless protocol; the
+		// gateway's other tools change what the session lists (find,
+		// start, load), and mcp-go streams the list_changed to the caller
+		// with the answer.
+		return c, false
+	}
+	// What mcp-go gives a handler on the session-based protocols.
+	c.info = &server.RequestProtocolInfo{ProtocolVersion: meta.version}
+	c.ctx = server.WithRequestProtocolInfo(s.WithContext(r.Context(), session), c.info)
+	return c, c.runnable(s, chain)
+}
+
+// decodeCall decodes a tools/call request as mcp-go would, or reports
+// what no plain call has (a progress token, a task, a multi round trip to
+// resume).
+func decodeCall(r *http.Request, env endpoint.Envelope) (c directCall, meta callMeta, ok bool) {
 	// The envelope check decoded the message once already: its id, params
 	// and "jsonrpc" are as mcp-go reads them (envelope.go).
 	if env.Answer || len(env.Params) == 0 || json.Unmarshal(env.ID, &c.id) != nil || c.id == nil {
-		return c, false
+		return c, meta, false
 	}
 	c.req.Method = env.Method
 	c.req.Header = r.Header
 	var raw callParams
 	if json.Unmarshal(env.Params, &raw) != nil {
-		return c, false
+		return c, meta, false
 	}
-	meta, ok := raw.meta()
-	if !ok || meta.version != version || meta.caps == nil ||
-		raw.Task != nil || raw.RequestState != "" || len(raw.InputResponses) > 0 || !standardHeaders(r.Header, raw.Name) {
-		return c, false
+	if meta, ok = raw.meta(); !ok || raw.Task != nil || raw.RequestState != "" || len(raw.InputResponses) > 0 {
+		return c, meta, false
 	}
 	p := &c.req.Params
 	p.Name, p.Meta, p.RawArguments = raw.Name, &mcp.Meta{AdditionalFields: meta.fields}, raw.Arguments
 	// The gateway's own tools read their arguments as a map (mcp-go's
 	// decoding of them); a provider's tool passes them on raw.
 	if len(raw.Arguments) > 0 && auth.GatewayTool(raw.Name) && json.Unmarshal(raw.Arguments, &p.Arguments) != nil {
-		return c, false
+		return c, meta, false
 	}
-	c.info = &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.info,
-		ClientCapabilities: meta.caps, LogLevel: meta.level}
-	c.tool = s.GetTool(p.Name)
-	if c.tool == nil || c.tool.Handler == nil || !bindsNoHeader(c.tool.Tool) ||
-		(c.tool.Tool.Execution != nil && c.tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) ||
-		!chain.sees(r.Context(), c.tool.Tool) {
-		return c, false // mcp-go answers unknown, hidden and task-only tools
-	}
-	return c, true
+	return c, meta, true
+}
+
+// runnable finds c's tool and reports whether mcp-go would run it as is.
+func (c *directCall) runnable(s *server.MCPServer, chain toolChain) bool {
+	c.tool = s.GetTool(c.req.Params.Name)
+	return c.tool != nil && c.tool.Handler != nil && bindsNoHeader(c.tool.Tool) &&
+		(c.tool.Tool.Execution == nil || c.tool.Tool.Execution.TaskSupport != mcp.TaskSupportRequired) &&
+		chain.sees(c.ctx, c.tool.Tool) // mcp-go answers unknown, hidden and task-only tools
 }
 
 // standardHeaders reports whether Mcp-Method and Mcp-Name agree with a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -240,4 +241,114 @@ func TestDirectCallEndsWithItsClient(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Error("the cancelled request got an answer")
 	}
+}
+
+// TestDirectSessionCallsMatchMCPGo: a plain call of a provider's on a
+// 2025-11-25 session is run by the gateway and answered exactly as mcp-go
+// answers it on its own session; what mcp-go would answer otherwise (a
+// notification waiting, a client that could be asked for sampling, the
+// gateway's other tools, a progress token, a 2026-07-28 _meta) is left to
+// mcp-go.
+func TestDirectSessionCallsMatchMCPGo(t *testing.T) {
+	l := callGateway(t)
+	legacy := func(sid, id, tool, args string) callReq {
+		return callReq{listReq{token: adminTok, version: mcp.LATEST_LEGACY_PROTOCOL_VERSION, id: id,
+			params: `{"name":` + jsonString(tool) + `,"arguments":` + args + `}`,
+			header: http.Header{"Mcp-Session-Id": {sid}}}}
+	}
+	// same sends q on a session of each side and fails unless both
+	// answer alike; it reports whether the gateway ran the call itself.
+	same := func(t *testing.T, caps string, q callReq, edit func(q *callReq)) (body string, direct bool) {
+		t.Helper()
+		gwSession, refSession := legacySessionCaps(t, l.gw, adminTok, caps), legacySessionCaps(t, l.ref, adminTok, caps)
+		if edit != nil {
+			edit(&q)
+		}
+		q.raw = q.body()
+		before := gateway.DirectCalls(l.g)
+		q.header = http.Header{"Mcp-Session-Id": {gwSession}}
+		got := q.send(l.gw)
+		direct = gateway.DirectCalls(l.g) > before
+		q.header = http.Header{"Mcp-Session-Id": {refSession}}
+		want := q.send(l.ref)
+		if got.Code != want.Code || unstamped(got.Body.String()) != unstamped(want.Body.String()) || !equalHeaders(got.Header(), want.Header()) {
+			t.Fatalf("gateway answered %d %v %.400s\nmcp-go answered %d %v %.400s", got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
+		}
+		return got.Body.String(), direct
+	}
+	for _, tc := range []struct {
+		name       string
+		caps       string
+		q          callReq
+		edit       func(q *callReq)
+		wantInBody string
+		wantDirect bool
+	}{
+		{"provider tool", `{}`, legacy("", "1", "alpha__echo_raw", `{"n":7}`), nil, `"structuredContent":{"n":7}`, true},
+		{"every content type", `{}`, legacy("", "2", "beta__kitchen_sink", `{}`), nil, `"isError":true`, true},
+		{"hangar_call", `{}`, legacy("", `"c-<1>"`, "hangar_call", `{"calls":[{"mcp_server":"alpha","tool":"echo_raw","arguments":{"n":1}}]}`), nil, `"result"`, true},
+		{"no version header", `{}`, legacy("", "3", "alpha__echo_raw", `{}`), func(q *callReq) { q.version = "" }, `"result"`, true},
+		{"float id", `{}`, legacy("", "1.0", "alpha__echo_raw", `{}`), nil, `"id":1,`, true},
+		{"other _meta", `{}`, legacy("", "4", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = `{"name":"alpha__echo_raw","arguments":{},"_meta":{"trace":"x"}}`
+		}, `"result"`, true},
+
+		// Left to mcp-go.
+		{"sampling declared", `{"sampling":{}}`, legacy("", "5", "alpha__echo_raw", `{}`), nil, `"result"`, false},
+		{"roots declared", `{"roots":{"listChanged":true}}`, legacy("", "6", "alpha__echo_raw", `{}`), nil, `"result"`, false},
+		{"gateway tool", `{}`, legacy("", "7", "fixed", `{}`), nil, `"result"`, false},
+		{"progress token", `{}`, legacy("", "8", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = `{"name":"alpha__echo_raw","arguments":{},"_meta":{"progressToken":"p"}}`
+		}, `"result"`, false},
+		{"2026-07-28 _meta", `{}`, legacy("", "9", "alpha__echo_raw", `{}`), func(q *callReq) {
+			q.params = `{"name":"alpha__echo_raw","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcp.LATEST_PROTOCOL_VERSION + `"}}`
+		}, ``, false},
+		{"unknown tool", `{}`, legacy("", "10", "nope", `{}`), nil, `"error"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, direct := same(t, tc.caps, tc.q, tc.edit)
+			if direct != tc.wantDirect {
+				t.Errorf("run directly: %v, want %v", direct, tc.wantDirect)
+			}
+			if !strings.Contains(body, tc.wantInBody) {
+				t.Errorf("answer %.400s, want it to hold %s", body, tc.wantInBody)
+			}
+		})
+	}
+
+	// A notification waiting for the session: mcp-go streams it ahead of
+	// the answer, and the call after it is plain again.
+	sid := legacySessionCaps(t, l.gw, adminTok, `{}`)
+	l.srv.SendNotificationToAllClients("notifications/message", map[string]any{"level": "info", "data": "waiting"})
+	q := legacy(sid, "11", "alpha__echo_raw", `{"n":2}`)
+	q.raw = q.body()
+	before := gateway.DirectCalls(l.g)
+	w := q.send(l.gw)
+	if body := w.Body.String(); w.Header().Get("Content-Type") != "text/event-stream" || !strings.Contains(body, `"waiting"`) ||
+		strings.Index(body, `"waiting"`) > strings.Index(body, `"n":2`) || gateway.DirectCalls(l.g) != before {
+		t.Fatalf("a call with a notification waiting: %s %.400s (direct calls %d -> %d)", w.Header().Get("Content-Type"), body, before, gateway.DirectCalls(l.g))
+	}
+	if w = q.send(l.gw); w.Header().Get("Content-Type") != "application/json" || gateway.DirectCalls(l.g) != before+1 {
+		t.Fatalf("the next call: %s %.400s", w.Header().Get("Content-Type"), w.Body)
+	}
+}
+
+// stamps are what differs between two runs of one hangar_call: its ids
+// and times.
+var stamps = regexp.MustCompile(`(batch|call)-[0-9a-f]+|"elapsed_ms":[0-9.]+|\\"elapsed_ms\\":[0-9.]+`)
+
+func unstamped(body string) string { return stamps.ReplaceAllString(body, "~") }
+
+// legacySessionCaps opens a 2025-11-25 session on h whose client declares
+// caps, and returns its id.
+func legacySessionCaps(t *testing.T, h http.Handler, token, caps string) string {
+	t.Helper()
+	q := listReq{token: token, raw: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{` +
+		`"protocolVersion":"` + mcp.LATEST_LEGACY_PROTOCOL_VERSION + `","capabilities":` + caps + `,"clientInfo":{"name":"t","version":"1"}}}`}
+	w := q.send(h)
+	sid := w.Header().Get("Mcp-Session-Id")
+	if w.Code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %.300s", w.Code, w.Body)
+	}
+	return sid
 }

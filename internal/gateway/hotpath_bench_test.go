@@ -173,8 +173,16 @@ func BenchmarkHangarCallHTTPCapable(b *testing.B) {
 }
 
 // BenchmarkHangarCallHTTPLegacy is BenchmarkHangarCallHTTP on a 2025-11-25
-// session: the session table's checks are on the path.
-func BenchmarkHangarCallHTTPLegacy(b *testing.B) {
+// session: the session table's checks are on the path, and the call is
+// run directly (calls.go, plainSessionCall).
+func BenchmarkHangarCallHTTPLegacy(b *testing.B) { benchLegacyCall(b, `{}`) }
+
+// BenchmarkHangarCallHTTPLegacyCapable is BenchmarkHangarCallHTTPLegacy
+// from a client that declares sampling: mcp-go serves the call, ready to
+// stream a provider's sampling request to the client.
+func BenchmarkHangarCallHTTPLegacyCapable(b *testing.B) { benchLegacyCall(b, `{"sampling":{}}`) }
+
+func benchLegacyCall(b *testing.B, caps string) {
 	_, h := benchGateway(b)
 	send := func(body, session string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader([]byte(body)))
@@ -193,7 +201,7 @@ func BenchmarkHangarCallHTTPLegacy(b *testing.B) {
 		return rec
 	}
 	rec := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+
-		`","capabilities":{"sampling":{}},"clientInfo":{"name":"bench","version":"0"}}}`, "")
+		`","capabilities":`+caps+`,"clientInfo":{"name":"bench","version":"0"}}}`, "")
 	session := rec.Header().Get(mcpserver.HeaderKeySessionID)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
 	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hangar_call","arguments":{"calls":[{"mcp_server":"math","tool":"add","arguments":{"a":1,"b":2}}]}}}`

@@ -333,7 +333,9 @@ func (t *SessionTable) stream(s *Session, cancel context.CancelFunc) func() {
 }
 
 // sessionKey carries a sessionRef in the context of a POST or GET on a
-// session.
+// session. A context value because mcp-go is in between: its session id
+// resolver and hooks, and the handlers it calls, see the HTTP request's
+// context and nothing else.
 type sessionKey struct{}
 
 // sessionRef is the session a request was made on.
@@ -482,6 +484,9 @@ var (
 	_ server.SessionIdManagerResolver = (*SessionTable)(nil)
 )
 
+// reservationKey carries an initialize request's reservation to mcp-go's
+// call of Generate (the session id manager it resolves per request) and to
+// its after-initialize hook: both see only the request's context.
 type reservationKey struct{}
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver; r is

@@ -184,22 +184,7 @@ func BenchmarkHangarCallHTTPLegacyCapable(b *testing.B) { benchLegacyCall(b, `{"
 
 func benchLegacyCall(b *testing.B, caps string) {
 	_, h := benchGateway(b)
-	send := func(body, session string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader([]byte(body)))
-		req.RemoteAddr = "127.0.0.1:50000"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
-		if session != "" {
-			req.Header.Set(mcpserver.HeaderKeySessionID, session)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK && rec.Code != http.StatusAccepted {
-			b.Fatalf("%d %s", rec.Code, rec.Body.String())
-		}
-		return rec
-	}
+	send := legacySender(b, h)
 	rec := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+
 		`","capabilities":`+caps+`,"clientInfo":{"name":"bench","version":"0"}}}`, "")
 	session := rec.Header().Get(mcpserver.HeaderKeySessionID)

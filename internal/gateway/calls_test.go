@@ -265,12 +265,12 @@ func TestDirectSessionCallsMatchMCPGo(t *testing.T) {
 			edit(&q)
 		}
 		q.raw = q.body()
+		q.header = http.Header{"Mcp-Session-Id": {refSession}}
+		want := q.send(l.ref)
 		before := gateway.DirectCalls(l.g)
 		q.header = http.Header{"Mcp-Session-Id": {gwSession}}
 		got := q.send(l.gw)
 		direct = gateway.DirectCalls(l.g) > before
-		q.header = http.Header{"Mcp-Session-Id": {refSession}}
-		want := q.send(l.ref)
 		if got.Code != want.Code || unstamped(got.Body.String()) != unstamped(want.Body.String()) || !equalHeaders(got.Header(), want.Header()) {
 			t.Fatalf("gateway answered %d %v %.400s\nmcp-go answered %d %v %.400s", got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
 		}
@@ -338,6 +338,32 @@ func TestDirectSessionCallsMatchMCPGo(t *testing.T) {
 var stamps = regexp.MustCompile(`(batch|call)-[0-9a-f]+|"elapsed_ms":[0-9.]+|\\"elapsed_ms\\":[0-9.]+`)
 
 func unstamped(body string) string { return stamps.ReplaceAllString(body, "~") }
+
+// TestDirectSessionCallRelayRefuses: a provider's sampling request during
+// a call run directly on a 2025-11-25 session is refused as on mcp-go's
+// path: its client declared no sampling.
+//
+// Not parallel: the provider is served over stdio, and mcp-go keeps one
+// stdio session per process.
+func TestDirectSessionCallRelayRefuses(t *testing.T) {
+	l := newPipeLauncher()
+	l.stdio = true
+	h := newFrontDoor(t, l, nil, nil, server("p"))
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "p"})
+	h.refresh(t)
+	gw := h.g.HTTP(h.srv, endpoint.Options{}).Handler
+	q := callReq{listReq{version: mcp.LATEST_LEGACY_PROTOCOL_VERSION, id: "1", params: `{"name":"p__ask","arguments":{}}`,
+		header: http.Header{"Mcp-Session-Id": {legacySessionCaps(t, gw, "", `{}`)}}}}
+	q.raw = q.body()
+	before := gateway.DirectCalls(h.g)
+	w := q.send(gw)
+	if !strings.Contains(w.Body.String(), "did not declare the sampling capability") || !strings.Contains(w.Body.String(), `"isError":true`) {
+		t.Fatalf("p__ask: %d %.400s", w.Code, w.Body)
+	}
+	if gateway.DirectCalls(h.g) != before+1 {
+		t.Error("the call was not run directly")
+	}
+}
 
 // legacySessionCaps opens a 2025-11-25 session on h whose client declares
 // caps, and returns its id.

@@ -83,12 +83,23 @@ func newClientRelay(ctx context.Context) mcpconn.Relay {
 		return r
 	}
 	srv := server.ServerFromContext(ctx)
+	session, told := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
 	if srv == nil {
-		return nil
+		// A call the gateway runs itself on a session (gateway/calls.go)
+		// has no server: it runs only for a client that declared none of
+		// the three, so the relay only refuses, as on mcp-go's path.
+		if !told {
+			return nil
+		}
+		caps := session.GetClientCapabilities()
+		if caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil {
+			return nil
+		}
+		return clientRelay{ctx: ctx, caps: &caps}
 	}
 	r := clientRelay{ctx: ctx, srv: srv}
-	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		caps := s.GetClientCapabilities()
+	if told {
+		caps := session.GetClientCapabilities()
 		r.caps = &caps
 	}
 	return r

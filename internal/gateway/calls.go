@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -53,14 +54,23 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 		neutral = g.FrontDoor.ListNeutralHooks()
 	}
 	impl := mcp.Implementation{Name: "hangar", Version: Version}
+	// The _meta mcp-go stamps on a 2026-07-28 result that has none: the
+	// same for every answer, so encoded once.
+	stamp := &mcp.Meta{}
+	stamp.SetServerInfo(impl)
+	stamped, err := json.Marshal(stamp)
+	if err != nil {
+		return nil
+	}
+	clients := &clientMeta{}
 	return func(w http.ResponseWriter, r *http.Request) bool {
 		var call directCall
 		plain := false
 		switch {
 		case mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
-			call, plain = plainCall(r, s, st, chain, neutral)
+			call, plain = plainCall(r, s, st, chain, neutral, clients)
 		case g.FrontDoor != nil: // it knows the sessions mcp-go holds
-			call, plain = g.plainSessionCall(r, s, chain, neutral)
+			call, plain = g.plainSessionCall(r, s, chain, neutral, clients)
 		}
 		if !plain {
 			return false
@@ -77,17 +87,21 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 		if err != nil {
 			resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(call.id),
 				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)}
-		} else if call.info.Modern {
+		}
+		var meta []byte // res.Meta as mcp-go would stamp it, when it has none
+		if err == nil && call.info.Modern {
 			// The result metadata 2026-07-28 requires, as mcp-go stamps it.
 			if res.GetResultType() == "" {
 				res.SetResultType(mcp.ResultTypeComplete)
 			}
-			if meta := res.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
-				meta.SetServerInfo(impl)
+			if res.Meta == nil {
+				meta = stamped
+			} else if res.Meta.ServerInfo() == nil {
+				res.Meta.SetServerInfo(impl)
 			}
 		}
 		if err == nil {
-			answer, encErr := resultAnswer(call.id, res)
+			answer, encErr := resultAnswer(call.id, res, meta)
 			if encErr == nil {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusOK)
@@ -123,12 +137,12 @@ type directCall struct {
 // and returns it decoded. Each check below is one mcp-go makes before it
 // calls the tool, or one that keeps a call whose answer mcp-go frames
 // otherwise (streamed notifications, an error it writes itself) for mcp-go.
-func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, chain toolChain, neutral server.Hooks) (directCall, bool) {
+func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPServer, chain toolChain, neutral server.Hooks, clients *clientMeta) (directCall, bool) {
 	env, version, ok := frontdoor.StatelessPost(r, s, st, neutral, mcp.MethodToolsCall)
 	if !ok {
 		return directCall{}, false
 	}
-	c, meta, ok := decodeCall(r, env)
+	c, meta, ok := decodeCall(r, env, clients)
 	if !ok || meta.version != version || meta.caps == nil || !standardHeaders(r.Header, c.req.Params.Name) {
 		return c, false
 	}
@@ -150,7 +164,7 @@ func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPSe
 // a call of a provider's (hangar_call or a callable name). A notification
 // for the session during the call waits for its next request or its GET
 // stream, as one sent just after mcp-go's answer would.
-func (g *Gateway) plainSessionCall(r *http.Request, s *server.MCPServer, chain toolChain, neutral server.Hooks) (directCall, bool) {
+func (g *Gateway) plainSessionCall(r *http.Request, s *server.MCPServer, chain toolChain, neutral server.Hooks, clients *clientMeta) (directCall, bool) {
 	env, session, ok := g.FrontDoor.SessionPost(r, s, neutral, mcp.MethodToolsCall)
 	if !ok || !session.Initialized() || frontdoor.Pending(session) > 0 {
 		return directCall{}, false
@@ -160,7 +174,7 @@ func (g *Gateway) plainSessionCall(r *http.Request, s *server.MCPServer, chain t
 	} else if caps := c.GetClientCapabilities(); caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil {
 		return directCall{}, false
 	}
-	c, meta, ok := decodeCall(r, env)
+	c, meta, ok := decodeCall(r, env, clients)
 	if !ok || mcp.IsModernProtocol(meta.version) || !g.relays(c.req.Params.Name) {
 		// mcp-go takes a 2026-07-28 _meta for the stateless protocol; the
 		// gateway's other tools change what the session lists (find,
@@ -177,7 +191,7 @@ func (g *Gateway) plainSessionCall(r *http.Request, s *server.MCPServer, chain t
 // decodeCall decodes a tools/call request as mcp-go would, or reports
 // what no plain call has (a progress token, a task, a multi round trip to
 // resume).
-func decodeCall(r *http.Request, env endpoint.Envelope) (c directCall, meta callMeta, ok bool) {
+func decodeCall(r *http.Request, env endpoint.Envelope, clients *clientMeta) (c directCall, meta callMeta, ok bool) {
 	// The envelope check decoded the message once already: its id, params
 	// and "jsonrpc" are as mcp-go reads them (envelope.go).
 	if env.Answer || len(env.Params) == 0 || json.Unmarshal(env.ID, &c.id) != nil || c.id == nil {
@@ -189,7 +203,7 @@ func decodeCall(r *http.Request, env endpoint.Envelope) (c directCall, meta call
 	if json.Unmarshal(env.Params, &raw) != nil {
 		return c, meta, false
 	}
-	if meta, ok = raw.meta(); !ok || raw.Task != nil || raw.RequestState != "" || len(raw.InputResponses) > 0 {
+	if meta, ok = raw.meta(clients); !ok || raw.Task != nil || raw.RequestState != "" || len(raw.InputResponses) > 0 {
 		return c, meta, false
 	}
 	p := &c.req.Params
@@ -261,7 +275,7 @@ type callMeta struct {
 
 // meta decodes p's _meta as mcp.Meta and its accessors would, or reports
 // a progress token (no plain call has one).
-func (p *callParams) meta() (m callMeta, ok bool) {
+func (p *callParams) meta(clients *clientMeta) (m callMeta, ok bool) {
 	m.fields = make(map[string]any, len(p.Meta))
 	for k, v := range p.Meta {
 		if k == "progressToken" {
@@ -282,13 +296,11 @@ func (p *callParams) meta() (m callMeta, ok bool) {
 				m.version, typed = version, version
 			}
 		case mcp.MetaKeyClientCapabilities:
-			var caps *mcp.ClientCapabilities
-			if json.Unmarshal(v, &caps) == nil {
+			if caps, err := clients.caps.decode(v); err == nil {
 				m.caps, typed = caps, caps
 			}
 		case mcp.MetaKeyClientInfo:
-			var info *mcp.Implementation
-			if json.Unmarshal(v, &info) == nil {
+			if info, err := clients.info.decode(v); err == nil {
 				m.info, typed = info, info
 			}
 		case mcp.MetaKeyLogLevel:
@@ -305,12 +317,44 @@ func (p *callParams) meta() (m callMeta, ok bool) {
 	return m, true
 }
 
+// clientMeta keeps the client info and capabilities last decoded from a
+// 2026-07-28 call's _meta: a client sends the same ones with every
+// request, so most calls decode neither. What it hands out is shared
+// between calls and only ever read.
+type clientMeta struct {
+	caps lastDecoded[mcp.ClientCapabilities]
+	info lastDecoded[mcp.Implementation]
+}
+
+// lastDecoded is the last JSON value decoded into a *T, and its JSON.
+type lastDecoded[T any] struct{ last atomic.Pointer[decoded[T]] }
+
+type decoded[T any] struct {
+	raw string
+	v   *T
+}
+
+// decode is json.Unmarshal of raw into a *T, from the last one when raw
+// is the same JSON.
+func (l *lastDecoded[T]) decode(raw []byte) (*T, error) {
+	if d := l.last.Load(); d != nil && d.raw == string(raw) {
+		return d.v, nil
+	}
+	var v *T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	l.last.Store(&decoded[T]{raw: string(raw), v: v})
+	return v, nil
+}
+
 // resultAnswer is the JSON-RPC answer carrying res, as json.Encoder writes
-// mcp.NewJSONRPCResultResponse(id, res): the same bytes
+// mcp.NewJSONRPCResultResponse(id, res), with meta (already encoded) as
+// res's _meta when it is not nil: the same bytes
 // (TestResultAnswerAsMCPGo), without mcp.CallToolResult.MarshalJSON's map
 // of every member, which encoding/json then sorts, encodes and compacts
 // once more. The members come in the order that map's keys sort in.
-func resultAnswer(id any, res *mcp.CallToolResult) ([]byte, error) {
+func resultAnswer(id any, res *mcp.CallToolResult, meta []byte) ([]byte, error) {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	var err error
@@ -323,7 +367,9 @@ func resultAnswer(id any, res *mcp.CallToolResult) ([]byte, error) {
 			b = append(b, ',')
 		}
 	}
-	if res.Meta != nil {
+	if meta != nil {
+		b = append(append(b, `"_meta":`...), meta...)
+	} else if res.Meta != nil {
 		b = append(b, `"_meta":`...)
 		if b, err = appendJSON(b, res.Meta); err != nil {
 			return nil, err

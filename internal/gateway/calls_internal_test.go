@@ -39,7 +39,12 @@ func FuzzCallParamsAsMCPGo(f *testing.F) {
 		if foldedTwice(got.Meta) {
 			return // the one case read otherwise (see callParams)
 		}
-		m, ok := got.meta()
+		cache := &clientMeta{}
+		m, ok := got.meta(cache)
+		// Decoded again from what the first decoding kept: the same.
+		if again, okAgain := got.meta(cache); okAgain != ok || !reflect.DeepEqual(again, m) {
+			t.Fatalf("%s: decoded again %+v, first %+v", params, again, m)
+		}
 		if want.Meta != nil && want.Meta.ProgressToken != nil {
 			if ok {
 				t.Fatalf("%s: a progress token taken for a plain call", params)
@@ -143,13 +148,40 @@ func TestResultAnswerAsMCPGo(t *testing.T) {
 			if err := json.NewEncoder(&want).Encode(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)); err != nil {
 				t.Fatal(err)
 			}
-			got, err := resultAnswer(id, res)
+			got, err := resultAnswer(id, res, nil)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 			if string(got) != want.String() {
 				t.Errorf("%s, id %v:\n got  %s\n want %s", name, id, got, want.Bytes())
 			}
+		}
+	}
+	// A result without _meta, with the _meta mcp-go stamps on it given
+	// encoded.
+	impl := mcp.Implementation{Name: "hangar", Version: "v1 <x>"}
+	stamp := &mcp.Meta{}
+	stamp.SetServerInfo(impl)
+	encoded, err := json.Marshal(stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, res := range results {
+		if res.Meta != nil {
+			continue
+		}
+		stamped := *res
+		stamped.EnsureResultMeta().SetServerInfo(impl)
+		var want bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(float64(1)), &stamped)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := resultAnswer(float64(1), res, encoded)
+		if err != nil || string(got) != want.String() {
+			t.Errorf("%s stamped (%v):\n got  %s\n want %s", name, err, got, want.Bytes())
+		}
+		if res.Meta != nil {
+			t.Errorf("%s: resultAnswer changed the result", name)
 		}
 	}
 }

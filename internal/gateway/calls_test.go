@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -377,4 +380,72 @@ func legacySessionCaps(t *testing.T, h http.Handler, token, caps string) string 
 		t.Fatalf("initialize: %d %.300s", w.Code, w.Body)
 	}
 	return sid
+}
+
+// TestDirectCallsWithClients: mcp-go's client and the official go-sdk
+// client, on both protocol versions, call a provider's tool by its name
+// and through hangar_call over real HTTP and get its answer, run directly
+// where the call is plain: always on 2026-07-28; on a 2025-11-25 session
+// when the client declared none of sampling, elicitation and roots, which
+// mcp-go's client without handlers does not.
+func TestDirectCallsWithClients(t *testing.T) {
+	t.Parallel()
+	h := newFrontDoor(t, nil, nil, nil, server("alpha"))
+	h.ok(t, "hangar_start", map[string]any{"mcp_server": "alpha"})
+	h.refresh(t)
+	url := serveFrontDoor(t, h)
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"alpha__echo_raw", map[string]any{"n": 7}},
+		{"hangar_call", map[string]any{"calls": []any{map[string]any{"mcp_server": "alpha", "tool": "echo_raw", "arguments": map[string]any{"n": 7}}}}},
+	}
+	for _, version := range sdkVersions {
+		t.Run("mcp-go/"+version, func(t *testing.T) {
+			tr, err := transport.NewStreamableHTTP(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client.NewClient(tr, client.WithProtocolVersion(version))
+			t.Cleanup(func() { _ = c.Close() })
+			if err := c.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, call := range calls {
+				before := gateway.DirectCalls(h.g)
+				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: call.tool, Arguments: call.args}})
+				if err != nil || res.IsError {
+					t.Fatalf("%s: %v %+v", call.tool, err, res)
+				}
+				if b, _ := json.Marshal(res); !strings.Contains(string(b), `"n":7`) {
+					t.Errorf("%s answered %s", call.tool, b)
+				}
+				if gateway.DirectCalls(h.g) != before+1 {
+					t.Errorf("%s was not run directly", call.tool)
+				}
+			}
+		})
+		t.Run("go-sdk/"+version, func(t *testing.T) {
+			s := dialSDK(t, url, version, nil)
+			for _, call := range calls {
+				before := gateway.DirectCalls(h.g)
+				res, err := s.CallTool(t.Context(), &sdk.CallToolParams{Name: call.tool, Arguments: call.args})
+				if err != nil || res.IsError {
+					t.Fatalf("%s: %v %+v", call.tool, err, res)
+				}
+				if b, _ := json.Marshal(res); !strings.Contains(string(b), `"n":7`) {
+					t.Errorf("%s answered %s", call.tool, b)
+				}
+				// The go-sdk client declares roots on 2025-11-25: its
+				// calls stay with mcp-go there.
+				if direct := gateway.DirectCalls(h.g) > before; direct != mcp.IsModernProtocol(version) {
+					t.Errorf("%s run directly: %v", call.tool, direct)
+				}
+			}
+		})
+	}
 }

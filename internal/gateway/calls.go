@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
+	"github.com/mcp-hangar/hangar/internal/relay"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
 
@@ -83,38 +84,32 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 		if err == nil && res == nil {
 			err = fmt.Errorf("tool '%s' handler returned no result", call.req.Params.Name)
 		}
-		var resp mcp.JSONRPCMessage
-		if err != nil {
-			resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(call.id),
-				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)}
-		}
-		var meta []byte // res.Meta as mcp-go would stamp it, when it has none
-		if err == nil && call.info.Modern {
-			// The result metadata 2026-07-28 requires, as mcp-go stamps it.
-			if res.GetResultType() == "" {
-				res.SetResultType(mcp.ResultTypeComplete)
-			}
-			if res.Meta == nil {
-				meta = stamped
-			} else if res.Meta.ServerInfo() == nil {
-				res.Meta.SetServerInfo(impl)
-			}
-		}
+		var answer []byte
 		if err == nil {
-			answer, encErr := resultAnswer(call.id, res, meta)
-			if encErr == nil {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusOK)
-				if _, err := w.Write(answer); err != nil {
-					g.Log.Debug("writing a tool answer", telemetry.FieldError, err)
+			var meta []byte // res.Meta as mcp-go would stamp it, when it has none
+			if call.info.Modern {
+				// The result metadata 2026-07-28 requires, as mcp-go stamps it.
+				if res.GetResultType() == "" {
+					res.SetResultType(mcp.ResultTypeComplete)
 				}
-				return true
+				if res.Meta == nil {
+					meta = stamped
+				} else if res.Meta.ServerInfo() == nil {
+					res.Meta.SetServerInfo(impl)
+				}
 			}
-			resp = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(call.id), res)
+			// A result JSON cannot hold (a NaN, say) is an error here; mcp-go
+			// would write half an answer.
+			answer, err = resultAnswer(call.id, res, meta)
+		}
+		if err != nil {
+			answer, _ = json.Marshal(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(call.id),
+				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)})
+			answer = append(answer, '\n') // as json.Encoder ends it
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK) // -32603 is 200 on 2026-07-28 too
-		if err := json.NewEncoder(w).Encode(resp); err != nil {
+		if _, err := w.Write(answer); err != nil {
 			g.Log.Debug("writing a tool answer", telemetry.FieldError, err)
 		}
 		return true
@@ -171,7 +166,7 @@ func (g *Gateway) plainSessionCall(r *http.Request, s *server.MCPServer, chain t
 	}
 	if c, ok := session.(server.SessionWithClientInfo); !ok {
 		return directCall{}, false
-	} else if caps := c.GetClientCapabilities(); caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil {
+	} else if !relay.AsksNothing(c.GetClientCapabilities()) {
 		return directCall{}, false
 	}
 	c, meta, ok := decodeCall(r, env, clients)

@@ -92,7 +92,7 @@ func newClientRelay(ctx context.Context) mcpconn.Relay {
 			return nil
 		}
 		caps := session.GetClientCapabilities()
-		if caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil {
+		if !AsksNothing(caps) {
 			return nil
 		}
 		return clientRelay{ctx: ctx, caps: &caps}
@@ -103,6 +103,13 @@ func newClientRelay(ctx context.Context) mcpconn.Relay {
 		r.caps = &caps
 	}
 	return r
+}
+
+// AsksNothing reports whether a client declaring caps can be relayed no
+// provider request at all: it declared none of sampling, elicitation and
+// roots, so every one is refused before anything is sent to it.
+func AsksNothing(caps mcp.ClientCapabilities) bool {
+	return caps.Sampling == nil && caps.Elicitation == nil && caps.Roots == nil
 }
 
 func undeclared(what string) error {

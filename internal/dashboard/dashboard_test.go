@@ -402,23 +402,7 @@ func BenchmarkServerList(b *testing.B) {
 			LastError: "connection refused " + hostile, ImageDigest: "sha256:0123456789abcdef0123456789abcdef",
 		})
 	}
-	h := dashboard.New(views, nil, nil).Handler(func(_ string, next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), auth.Local(auth.KindLocal))))
-		})
-	})
-	req := httptest.NewRequest("GET", "/ui/api/servers", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != 200 || strings.Count(w.Body.String(), "<tr data-id=") != 100 {
-			b.Fatalf("status %d", w.Code)
-		}
-	}
-	if per := b.Elapsed() / time.Duration(b.N); per > 200*time.Millisecond {
-		b.Fatalf("the list of 100 servers took %v to render, want under 200ms", per)
-	}
+	benchServerList(b, views)
 }
 
 // BenchmarkServerListFromModel is the same fragment built from the read
@@ -440,6 +424,13 @@ func BenchmarkServerListFromModel(b *testing.B) {
 		}
 	}
 	views := &readmodel.Model{Providers: mgr, Groups: g.Groups, Catalog: g.Catalog, Metrics: mt, Log: log}
+	benchServerList(b, views)
+}
+
+// benchServerList times the dashboard's list of the 100 servers views
+// holds, and fails it over 200 ms (the bound).
+func benchServerList(b *testing.B, views dashboard.Views) {
+	b.Helper()
 	h := dashboard.New(views, nil, nil).Handler(func(_ string, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), auth.Local(auth.KindLocal))))
@@ -451,7 +442,7 @@ func BenchmarkServerListFromModel(b *testing.B) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		if w.Code != 200 || strings.Count(w.Body.String(), "<tr data-id=") != 100 {
-			b.Fatalf("status %d:\n%s", w.Code, w.Body.String())
+			b.Fatalf("status %d:\n%.2000s", w.Code, w.Body.String())
 		}
 	}
 	if per := b.Elapsed() / time.Duration(b.N); per > 200*time.Millisecond {

@@ -309,19 +309,7 @@ func TestToolsListLegacySessions(t *testing.T) {
 // legacySession opens a 2025-11-25 session on h and returns its id.
 func legacySession(t *testing.T, h http.Handler, token string) string {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{`+
-		`"protocolVersion":"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	r.RemoteAddr = "127.0.0.1:50000"
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("Authorization", "Bearer "+token)
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	sid := w.Header().Get("Mcp-Session-Id")
-	if w.Code != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %d %.300s", w.Code, w.Body)
-	}
-	return sid
+	return legacySessionCaps(t, h, token, `{}`)
 }
 
 // TestToolsListCacheFollowsChanges: a change of the listed tools is

@@ -104,8 +104,8 @@ func (b *Bench) StartGateway(name, yaml string) (*Gateway, error) {
 }
 
 // startGateway is StartGateway under instance, with the extra flags args
-// gives for the gateway's URL (nil: none).
-func (b *Bench) startGateway(name, yaml, instance string, args func(url string) []string) (*Gateway, error) {
+// gives for the gateway's URL (nil: none) and extra environment variables.
+func (b *Bench) startGateway(name, yaml, instance string, args func(url string) []string, env ...string) (*Gateway, error) {
 	cfg, err := config.Parse([]byte(yaml), nil)
 	if err != nil {
 		return nil, fmt.Errorf("gateway %s: generated config is invalid: %w", name, err)
@@ -145,7 +145,7 @@ func (b *Bench) startGateway(name, yaml, instance string, args func(url string) 
 	// bench stops it in order during cleanup. If the bench dies without
 	// cleaning up, the gateway gets SIGTERM and removes its containers.
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	g.cmd.Env = append(os.Environ(), "HANGAR_DATA_DIR="+filepath.Join(dir, "data"))
+	g.cmd.Env = append(append(os.Environ(), "HANGAR_DATA_DIR="+filepath.Join(dir, "data")), env...)
 	if err := g.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", b.bin, err)

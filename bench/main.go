@@ -38,7 +38,7 @@ import (
 )
 
 // lastFigure is the highest figure number -only accepts.
-const lastFigure = 14
+const lastFigure = 16
 
 type options struct {
 	out        string
@@ -57,10 +57,10 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "write the report here (e.g. BENCHMARKS.md); only a full, successful run writes it. The report always goes to stdout")
 	flag.StringVar(&o.bin, "hangar", "", "gateway binary under test (default bin/hangar, built into a temp dir when missing)")
 	flag.BoolVar(&o.quick, "quick", false, "about a quarter of the samples: a smoke run")
-	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-14 (the report file is then not written)")
+	flag.StringVar(&only, "only", "", "comma-separated figures to run, 1-16 (the report file is then not written)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench process's CPU profile to this file")
 	flag.BoolVar(&o.inprocess, "inprocess", false, "run figure 1 only, against a gateway inside this process (with -cpuprofile: both sides of the call in one profile)")
-	flag.DurationVar(&o.budget, "budget", 9*time.Minute, "abort the suite (cleaning up) when it runs longer than this")
+	flag.DurationVar(&o.budget, "budget", 15*time.Minute, "abort the suite (cleaning up) when it runs longer than this (figure 15 builds images)")
 	flag.Parse()
 	if floorAddr != "" {
 		if err := serveFloor(floorAddr); err != nil {
@@ -221,7 +221,7 @@ func gatewayBinary(flagBin, dir string, log *slog.Logger) (string, error) {
 	}
 	out := filepath.Join(dir, "hangar")
 	log.Info("bin/hangar is missing; building it", "into", out)
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/hangar")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-w", "-o", out, "./cmd/hangar")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -267,6 +267,11 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			if o.wants(1) {
 				if r.Warm, err = b.Warm(ctx, g.MCPURL, g.Config.Servers["math"], g.CPU); err != nil {
 					fail(1, err)
+				}
+				// The peak of a gateway with one provider that served
+				// figure 1's 32 clients.
+				if r.Mem.Peak32, err = readStatusBytes(g.Pid(), "VmHWM"); err != nil {
+					fail(7, err)
 				}
 			}
 		}()
@@ -476,6 +481,20 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 			fail(14, err)
 		}
 	}
+	// Figure 15: the binary's weight.
+	if o.wants(15) && ctx.Err() == nil {
+		var err error
+		if r.Binary, err = b.Binary(ctx, b.bin); err != nil {
+			fail(15, err)
+		}
+	}
+	// Figure 16: npm and PyPI servers.
+	if o.wants(16) && ctx.Err() == nil {
+		var err error
+		if r.Packages, err = b.Packages(ctx); err != nil {
+			fail(16, err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		for f := 1; f <= lastFigure; f++ {
 			if o.wants(f) && r.Errs[f] == nil && !measured(r, f) {
@@ -515,6 +534,10 @@ func measured(r *Report, fig int) bool {
 		return r.Replicas != nil
 	case 14:
 		return r.Scale != nil
+	case 15:
+		return r.Binary != nil
+	case 16:
+		return r.Packages != nil
 	}
 	return false
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -104,11 +106,13 @@ func (b *Bench) Replicas(ctx context.Context) (*ReplicasResult, error) {
 	return res, nil
 }
 
-// startReplica runs a replica of instance named name.
+// startReplica runs a replica of instance named name. The replicas of an
+// instance share its keystore key, given as docs/scale-out.md says.
 func (b *Bench) startReplica(instance, name, yaml string) (*Gateway, error) {
+	key := sha256.Sum256([]byte("bench keystore key of " + instance))
 	return b.startGateway("replica-"+name, yaml, instance, func(url string) []string {
 		return []string{"--replica", name, "--advertise-url", url}
-	})
+	}, "HANGAR_KEYSTORE_KEY="+base64.StdEncoding.EncodeToString(key[:]))
 }
 
 // storeWrites times one decision write per sample on each driver.

@@ -37,6 +37,8 @@ type PathResult struct {
 type WarmResult struct {
 	Gateway1, Direct1   PathResult // one client, sequential calls
 	Gateway32, Direct32 PathResult // 32 clients at once
+	// FrontDoor32 is 32 clients calling add by its callable name.
+	FrontDoor32 PathResult
 	// Where the time of a gateway call goes, one client: a bare HTTP
 	// round trip on loopback, an MCP round trip to the gateway for a
 	// trivial tool, and hangar_call from a client on the session-based
@@ -317,9 +319,11 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 
 	gw := make([]callFn, clients)
 	dw := make([]callFn, clients)
+	fd := make([]callFn, clients)
 	for i, c := range clis {
 		gw[i] = gatewayAdd(c, srv.ID)
 		dw[i] = directAdd(d)
+		fd[i] = frontDoorAdd(c, srv.ID+"__add")
 	}
 	one := []path{
 		{workers: gw[:1], cpu: cpu},
@@ -330,7 +334,7 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 		{workers: []callFn{floorCall(floorClient)}, cpu: floor.CPU},
 		{workers: []callFn{frontDoor}, cpu: cpu},
 	}
-	many := []path{{workers: gw, cpu: cpu}, {workers: dw}}
+	many := []path{{workers: gw, cpu: cpu}, {workers: dw}, {workers: fd, cpu: cpu}}
 
 	// Warm-up: connections, the gateway's and the provider's first
 	// allocations, the CPU caches of all four processes.
@@ -354,6 +358,6 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	if err != nil {
 		return nil, err
 	}
-	res.Gateway32, res.Direct32 = r32[0], r32[1]
+	res.Gateway32, res.Direct32, res.FrontDoor32 = r32[0], r32[1], r32[2]
 	return res, nil
 }

@@ -78,6 +78,20 @@ func TestComposeStack(t *testing.T) {
 		t.Fatalf("compose up: %v\n%s", err, out)
 	}
 	waitHealthy(t, "http://127.0.0.1:"+strconv.Itoa(port)+"/healthz", 30*time.Second, nil)
+	// The compose healthcheck is the gateway's readiness: docker reports
+	// the service healthy once /readyz answers 200.
+	hangarCtr := func(format string) string {
+		out, _ := exec.CommandContext(ctx, "docker", "ps", "--filter", "label=com.docker.compose.project="+project,
+			"--filter", "label=com.docker.compose.service=hangar", "--format", format).Output()
+		return strings.TrimSpace(string(out))
+	}
+	waitFor(t, 30*time.Second, "the hangar service healthy", func() bool { return strings.Contains(hangarCtr("{{.Status}}"), "(healthy)") })
+	if id := hangarCtr("{{.ID}}"); id != "" {
+		out, _ := exec.CommandContext(ctx, "docker", "inspect", "-f", "{{json .Config.Healthcheck.Test}}", id).Output()
+		if !strings.Contains(string(out), "/readyz") {
+			t.Errorf("the hangar service's healthcheck is %s, want /readyz", out)
+		}
+	}
 
 	// The stack is authenticated out of the box: a caller on its network
 	// without the generated token is refused.

@@ -149,6 +149,22 @@ data_dir: %s
 
 	admin := browser(t, exe)
 	row := func(table, id string) chromedp.CSS { return chromedp.CSS(fmt.Sprintf(`#%s tr[data-id=%q]`, table, id)) }
+	// Without a token this gateway answers 401: then, and only then, the
+	// token box.
+	if err := within(admin, 60*time.Second,
+		chromedp.Navigate(g.URL+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(`#login #token`)),
+	); err != nil {
+		t.Fatalf("no token box on a gateway that needs a token: %v", err)
+	}
+	if why := eval(t, admin, `document.getElementById("login-why").textContent`); !strings.Contains(why, "needs a token") {
+		t.Errorf("the token box says %q", why)
+	}
+	if err := within(admin, 30*time.Second, chromedp.Navigate(g.URL+"/ui/#token=hgr_wrong-0123456789abcdef0123")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, admin, 30*time.Second, "a wrong token said to be refused",
+		`document.getElementById("login-why").textContent.startsWith("The token was refused: Invalid or missing authentication token")`)
 	if err := within(admin, 60*time.Second,
 		chromedp.Navigate(g.URL+"/ui/#token="+dashAdminTok),
 		chromedp.WaitVisible(row("servers-table", "math")),
@@ -262,7 +278,7 @@ data_dir: %s
 	// revoked, it is no longer served, and it waits in quarantine.
 	if err := within(admin, 90*time.Second,
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = "#server/%s"`, approved)),
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(`section.details[data-id=%q] button[data-reject=%q]`, approved, approved))),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`.details[data-id=%q] button[data-reject=%q]`, approved, approved))),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#notice p.ok[data-server=%q]`, approved))),
 		chromedp.Evaluate[chromedp.Void](`location.hash = "#servers"`),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#pending-table tr[data-id=%q][data-kind="quarantined"]`, approved))),

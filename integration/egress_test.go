@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +31,11 @@ const egressTestLabel = "io.mcp-hangar.test.egress"
 // container on another network) through its proxy, by name and by
 // address, over plain HTTP and CONNECT; it is refused at a server not
 // listed, at a direct address, at the metadata address and at a listed
-// name that resolves to loopback; it has no route that bypasses the proxy.
+// name that resolves to loopback; it has no route that bypasses the proxy:
+// a listener on every address of the host, the gateway's port, another
+// container are out of its reach on every address (the gateway address of
+// each of its networks, docker0's, the host's, the bridge's IPv6
+// link-local one).
 // Refusals show in /metrics, the audit and hangar_details. A killed proxy
 // is restarted by the gateway and the provider keeps working. Nothing is
 // left behind.
@@ -40,6 +48,9 @@ func TestEgress(t *testing.T) {
 	allowedIP := startTestServer(t, outNet, allowedName)
 	deniedIP := startTestServer(t, outNet, deniedName)
 	proxyImage := buildProxyImage(t, tag)
+	// The provider is this tree's egresskit (its dial_all), whatever the
+	// shared mcp-hangar/egresskit:dev holds.
+	kitImage := buildEgresskitImage(t, tag)
 
 	instance := newInstance(t)
 	// Registered before the gateway's own cleanup, so it runs after it:
@@ -57,14 +68,14 @@ egress_proxy: {image: %q, network: %q}
 mcp_servers:
   kit:
     mode: docker
-    image: mcp-hangar/egresskit:dev
+    image: %q
     start_timeout_s: 60
     egress:
       allow:
         - "%s:8080"
         - "%s:8080"
         - "ip6-localhost:8080"
-`, proxyImage, outNet, allowedName, allowedIP))
+`, proxyImage, outNet, kitImage, allowedName, allowedIP))
 	s := connect(t, g.MCPURL)
 
 	fetch := func(t *testing.T, url string) (bool, string) {
@@ -113,6 +124,53 @@ mcp_servers:
 		}
 		if !strings.Contains(text, "unreachable") && !strings.Contains(text, "timeout") {
 			t.Logf("direct dial failed with: %s", text)
+		}
+	})
+
+	t.Run("nothing but the proxy", func(t *testing.T) {
+		// A listener on every address of the host (0.0.0.0 and ::), and
+		// the gateway's own port: the provider must reach neither on any
+		// address of the host, nor another container, directly.
+		ln, err := net.Listen("tcp", ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = c.Write([]byte("host\n"))
+				_ = c.Close()
+			}
+		}()
+		// The allowed name through the proxy works (and the provider runs).
+		if ok, text := fetch(t, allowedURL); !ok || !strings.Contains(text, "200 egresskit "+allowedName) {
+			t.Fatalf("through the proxy, the allowed name = %v %q", ok, text)
+		}
+		ports := []string{strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), g.URL[strings.LastIndex(g.URL, ":")+1:]}
+		other := startTestServer(t, "bridge", "other-"+tag)
+		targets := map[string]bool{allowedIP + ":8080": true, other + ":8080": true}
+		for _, a := range hostAddresses(t, providerOf(t, instance, "kit")) {
+			for _, p := range ports {
+				targets[net.JoinHostPort(a, p)] = true
+			}
+		}
+		addrs := slices.Sorted(maps.Keys(targets))
+		r := s.callOne(t, "kit", "dial_all", map[string]any{"addrs": addrs})
+		text := fmt.Sprint(r["result"], " ", r["error"])
+		t.Logf("dial_all from the provider:\n%s", text)
+		for _, line := range strings.Split(text, "\n") {
+			// "connection refused" is an answer too: something at that
+			// address heard the provider.
+			if !strings.Contains(line, " dial failed") || strings.Contains(line, "connection refused") {
+				t.Errorf("the provider reached it directly: %s", line)
+			}
+		}
+		if n := strings.Count(text, " dial failed"); n != len(addrs) {
+			t.Errorf("%d of %d addresses failed", n, len(addrs))
 		}
 	})
 
@@ -291,6 +349,34 @@ func buildProxyImage(t *testing.T, tag string) string {
 	return image
 }
 
+// buildEgresskitImage builds egresskit from this tree into an image of
+// its own tag, FROM scratch.
+func buildEgresskitImage(t *testing.T, tag string) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "egresskit"), "./images/egresskit")
+	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build egresskit: %v\n%s", err, out)
+	}
+	dockerfile := "FROM scratch\nCOPY egresskit /egresskit\nUSER 65534:65534\nENTRYPOINT [\"/egresskit\"]\n"
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	image := "hangar-egresskit-it:" + tag
+	cmd := exec.Command("docker", "build", "-q", "--label", egressTestLabel+"=true", "-t", image, dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = docker.ImageRemove(ctx, image, client.ImageRemoveOptions{Force: true})
+	})
+	return image
+}
+
 // proxyContainers lists the egress proxies of owner.
 func proxyContainers(t *testing.T, owner string) []container.Summary {
 	t.Helper()
@@ -399,4 +485,80 @@ mcp_servers:
 	if out, err := exec.Command(hangarBin, "config", "check", good).CombinedOutput(); err != nil || !strings.Contains(string(out), "ok (1 MCP servers)") {
 		t.Errorf("clean config: %v\n%s", err, out)
 	}
+}
+
+// providerOf is the provider container of server (not its proxy).
+func providerOf(t *testing.T, owner, server string) container.Summary {
+	t.Helper()
+	for _, c := range containers(t, owner, server) {
+		if c.Labels[dockerrt.LabelRole] == "" {
+			return c
+		}
+	}
+	t.Fatalf("no provider container of %s", server)
+	return container.Summary{}
+}
+
+// hostAddresses are the addresses a container c could try to reach the
+// host at: the gateway address of each of its networks, the default
+// bridge's (docker0), every address of the host's interfaces, and the
+// IPv6 link-local address of each of c's networks' bridges (as c would
+// dial it, on its eth0).
+func hostAddresses(t *testing.T, c container.Summary) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), dockerTimeout)
+	defer cancel()
+	info, err := docker.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(a string) {
+		if a != "" && !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	nets := []string{"bridge"}
+	for name := range info.Container.NetworkSettings.Networks {
+		nets = append(nets, name)
+	}
+	for _, name := range nets {
+		nw, err := docker.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cfg := range nw.Network.IPAM.Config {
+			if cfg.Gateway.IsValid() {
+				add(cfg.Gateway.String())
+			}
+		}
+		if name == "bridge" {
+			continue
+		}
+		// The bridge of the container's own network, by the engine's
+		// naming (br-<id>): its link-local address, zoned as the
+		// container sees its side of the link.
+		if br, err := net.InterfaceByName("br-" + nw.Network.ID[:12]); err == nil {
+			addrs, _ := br.Addrs()
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok && ipn.IP.IsLinkLocalUnicast() && ipn.IP.To4() == nil {
+					add(ipn.IP.String() + "%eth0")
+				}
+			}
+		}
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ifaddrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		add(ipn.IP.String())
+	}
+	return out
 }

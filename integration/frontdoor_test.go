@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
@@ -540,8 +542,18 @@ func dialRelay(t *testing.T, g *gw, listen bool, opts ...mcpclient.ClientOption)
 				}
 			}
 		})
-		if err := g.App.MCP.SendNotificationToSpecificClient(tr.GetSessionId(), "notifications/hangar_test", nil); err != nil {
-			t.Fatal(err)
+		// The session joins the server's set a moment after its
+		// handshake answered (CI once sent into that moment).
+		deadline := time.Now().Add(callTimeout)
+		for {
+			err := g.App.MCP.SendNotificationToSpecificClient(tr.GetSessionId(), "notifications/hangar_test", nil)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, server.ErrSessionNotFound) || time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		select {
 		case <-got:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,10 @@ func TestGatewayImageFromDockerfile(t *testing.T) {
 		t.Errorf("OCI labels version, source = %q, want %q", labels, want)
 	}
 
+	if env := docker("image", "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", tag); !slices.Contains(strings.Split(env, "\n"), "ZONEINFO=/usr/share/zoneinfo.zip") {
+		t.Errorf("the image's environment lacks ZONEINFO=/usr/share/zoneinfo.zip:\n%s", env)
+	}
+
 	// What the final stage holds, read from a created (never started)
 	// container: the binary, the config, and /data for the default user.
 	id := docker("create", tag)
@@ -66,6 +71,14 @@ func TestGatewayImageFromDockerfile(t *testing.T) {
 			return nil
 		},
 		"/etc/hangar/config.yaml": func(*tar.Header) error { return nil },
+		// Go's time zone database, for policy rules that name a zone
+		// (ZONEINFO below points there): scratch has none.
+		"/usr/share/zoneinfo.zip": func(h *tar.Header) error {
+			if h.Typeflag != tar.TypeReg || h.Size < 100_000 {
+				return errors.New("want Go's zoneinfo.zip")
+			}
+			return nil
+		},
 		"/data": func(h *tar.Header) error {
 			if h.Typeflag != tar.TypeDir || h.Uid != 65532 || h.Gid != 65532 {
 				return errors.New("want a directory owned by 65532:65532")

@@ -32,9 +32,13 @@ var requiredImages = []string{
 	"mcp-hangar/gateway:dev",
 	"mcp-hangar/math:dev",
 	"mcp-hangar/testkit:dev",
+	"mcp-hangar/agent:dev",
 	"mcp-hangar/everything:dev",
 	"mcp-hangar/gosdk-everything:dev",
 	"mcp-hangar/egresskit:dev",
+	pkgRegistryImage,
+	pkgRuntimeNodeImage,
+	pkgRuntimePythonImage,
 }
 
 // Set by TestMain.

@@ -25,11 +25,11 @@ import (
 	"github.com/mcp-hangar/hangar/internal/manage"
 )
 
-// manageConfig runs npx entries in the math image: it ignores its
+// manageConfig runs bunx entries in the math image: it ignores its
 // arguments, so it stands in for a Node.js runtime image here.
 const manageConfig = `
 runtimes:
-  npx: {image: mcp-hangar/math:dev}
+  bunx: {image: mcp-hangar/math:dev}
 mcp_servers: {}
 `
 
@@ -172,7 +172,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // The management protocol end to end: a client config with a docker-run
-// entry, a URL entry with a secret header, an npx entry and an invalid one
+// entry, a URL entry with a secret header, a bunx entry (a runner with a
+// runtime image of the config) and an invalid one
 // installs partially; the servers serve calls; disable refuses calls and
 // removes the container; restart; uninstall removes the container; a
 // second session gets every notification in order; the secret shows up
@@ -190,7 +191,7 @@ func TestManageInstallLifecycle(t *testing.T) {
 	cfgJSON := `{"mcpServers": {
 	  "math": {"command": "docker", "args": ["run", "-i", "--rm", "mcp-hangar/math:dev"]},
 	  "remote": {"url": "` + remoteURL + `", "headers": {"Authorization": "Bearer ` + remoteSecret + `"}},
-	  "npxmath": {"command": "npx", "args": ["-y", "@acme/math"]},
+	  "bunxmath": {"command": "bunx", "args": ["-y", "@acme/math"]},
 	  "evil": {"command": "docker", "args": ["run", "-i", "--privileged", "-v", "/var/run/docker.sock:/var/run/docker.sock", "mcp-hangar/math:dev"]}
 	}}`
 	res, raw := mustMgmt(t, g.MCPURL, manage.MethodInstall, map[string]any{"config_json": cfgJSON})
@@ -221,8 +222,8 @@ func TestManageInstallLifecycle(t *testing.T) {
 	if r := s.callOne(t, "math", "add", map[string]any{"a": 1, "b": 2}); str(r, "result") != "3" && !strings.Contains(jsonOf(r), "3") {
 		t.Errorf("math add = %v", r)
 	}
-	if r := s.callOne(t, "npxmath", "add", map[string]any{"a": 2, "b": 2}); !strings.Contains(jsonOf(r), "4") {
-		t.Errorf("npxmath add = %v", r)
+	if r := s.callOne(t, "bunxmath", "add", map[string]any{"a": 2, "b": 2}); !strings.Contains(jsonOf(r), "4") {
+		t.Errorf("bunxmath add = %v", r)
 	}
 	if r := s.callOne(t, "remote", "hello", nil); !strings.Contains(jsonOf(r), "hello from remote") {
 		t.Errorf("remote hello = %v", r)
@@ -259,25 +260,25 @@ func TestManageInstallLifecycle(t *testing.T) {
 	}
 
 	// Restart: a new container serves.
-	before := containers(t, g.Instance, "npxmath")
+	before := containers(t, g.Instance, "bunxmath")
 	if len(before) != 1 {
-		t.Fatalf("npxmath containers = %d", len(before))
+		t.Fatalf("bunxmath containers = %d", len(before))
 	}
-	res, _ = mustMgmt(t, g.MCPURL, manage.MethodRestart, map[string]any{"name": "npxmath"})
+	res, _ = mustMgmt(t, g.MCPURL, manage.MethodRestart, map[string]any{"name": "bunxmath"})
 	if res["accepted"] != true {
 		t.Fatalf("restart = %v", res)
 	}
-	eventually(t, "a new npxmath container", func() bool {
-		now := containers(t, g.Instance, "npxmath")
+	eventually(t, "a new bunxmath container", func() bool {
+		now := containers(t, g.Instance, "bunxmath")
 		return len(now) == 1 && now[0].ID != before[0].ID
 	})
 
 	// Uninstall: its container goes.
-	res, _ = mustMgmt(t, g.MCPURL, manage.MethodUninstall, map[string]any{"name": "npxmath"})
+	res, _ = mustMgmt(t, g.MCPURL, manage.MethodUninstall, map[string]any{"name": "bunxmath"})
 	if res["removed"] != true {
 		t.Fatalf("uninstall = %v", res)
 	}
-	eventually(t, "npxmath's container to go", func() bool { return countContainers(t, g.Instance, "npxmath") == 0 })
+	eventually(t, "bunxmath's container to go", func() bool { return countContainers(t, g.Instance, "bunxmath") == 0 })
 
 	// The watcher saw it all, in snapshot order: the install's change
 	// first and the uninstall's last.
@@ -338,7 +339,7 @@ func TestManageInstallsSurviveRestart(t *testing.T) {
 		g1 := startGatewayFile(t, path, app.Options{Instance: instance, DataDir: dataDir})
 		mustMgmt(t, g1.MCPURL, manage.MethodInstall, map[string]any{
 			"config_json": `{"mcpServers": {"kept": {"command": "docker", "args": ["run", "-i", "mcp-hangar/math:dev"]},
-			  "off": {"command": "npx", "args": ["x"]}}}`,
+			  "off": {"command": "bunx", "args": ["x"]}}}`,
 		})
 		mustMgmt(t, g1.MCPURL, manage.MethodPolicySet, map[string]any{"name": "off", "enabled": false})
 		l1, _ = mustMgmt(t, g1.MCPURL, manage.MethodList, nil)
@@ -368,8 +369,9 @@ func TestManageInstallsSurviveRestart(t *testing.T) {
 func TestManageCLI(t *testing.T) {
 	t.Parallel()
 	g := startGatewayFile(t, writeConfig(t, manageConfig), app.Options{})
-	// The README's example file: a docker server with a secret, and a uvx
-	// one this gateway has no runtime for.
+	// docs/management.md's example file: a docker server with a secret, and a uvx
+	// one, which needs no runtimes: entry but cannot be installed here:
+	// its default runtime image cannot be pulled (no internet).
 	file := filepath.Join(repoRoot, "testdata", "import", "claude_desktop_config.json")
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(hangarBin, args...)
@@ -381,7 +383,8 @@ func TestManageCLI(t *testing.T) {
 	if err == nil {
 		t.Errorf("import of a partial config exited 0:\n%s", out)
 	}
-	for _, want := range []string{"calc", "installed", "secret_stored", "mcpServers.calc.env.TOKEN", "fetch", "runtime_unavailable", "status: partial"} {
+	for _, want := range []string{"calc", "installed", "secret_stored", "mcpServers.calc.env.TOKEN", "fetch", "package_unavailable",
+		"pypi package mcp-server-fetch@latest", "ghcr.io/astral-sh/uv:python3.12-bookworm-slim", "status: partial"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("import output lacks %q:\n%s", want, out)
 		}

@@ -1,7 +1,11 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +17,18 @@ import (
 	"github.com/mcp-hangar/hangar/internal/store"
 	"github.com/mcp-hangar/hangar/internal/store/pgtest"
 )
+
+// replicaDataDir is a data directory holding the keystore key of an
+// instance's replicas: every replica has the same key (one key file given
+// to each), or the second is refused.
+func replicaDataDir(t *testing.T, key []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, store.KeyFile), []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // TestReplicasOnSharedStore: with a PostgreSQL store two gateways of one
 // instance run at once (membership rows instead of the engine lease), and
@@ -31,10 +47,12 @@ func TestReplicasOnSharedStore(t *testing.T) {
 	yaml := fmt.Sprintf("store: {url: %q, password_file: %q}\nmcp_servers: {}\n", u, c.PasswordFile)
 	instance := newInstance(t)
 	path := writeConfig(t, yaml)
-	startGatewayFile(t, path, app.Options{Instance: instance, Replica: "r1"})
-	startGatewayFile(t, path, app.Options{Instance: instance, Replica: "r2"})
+	key := bytes.Repeat([]byte{5}, 32)
+	for _, r := range []string{"r1", "r2"} {
+		startGatewayFile(t, path, app.Options{Instance: instance, Replica: r, DataDir: replicaDataDir(t, key)})
+	}
 
-	st, err := store.OpenPostgres(store.PostgresConfig{URL: u, PasswordFile: c.PasswordFile, KeyDir: t.TempDir()}, store.Options{})
+	st, err := store.OpenPostgres(store.PostgresConfig{URL: u, PasswordFile: c.PasswordFile, KeyDir: t.TempDir()}, store.Options{KeystoreKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}

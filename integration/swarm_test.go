@@ -24,6 +24,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-hangar/hangar/internal/forward"
 	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/swarm"
@@ -79,9 +80,13 @@ func needSwarm(t *testing.T) {
 // calling through a round-robin balancer, 2025-11-25 clients whose
 // sessions were on the killed replica initialize again, and Swarm's
 // replacement task serves the discovered provider too. A service labelled
-// afterwards is found on its create event and dropped on its remove event.
+// afterwards is found on its create event and dropped on its remove event,
+// within 5 s.
 //
-// A server installed through one replica is served by the other.
+// A server installed through one replica is served by the other, and
+// 2025-11-25 sessions of both clients work through the balancer: their
+// requests that land on the other replica are forwarded to the one
+// holding the session, at the URL each task advertises (its name).
 func TestSwarmStack(t *testing.T) {
 	if _, err := docker.ImageInspect(t.Context(), swarmPostgresImage); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -132,7 +137,8 @@ func TestSwarmStack(t *testing.T) {
 	// The routing mesh needs IPVS, which these VMs' kernels lack: a plain
 	// round-robin balancer over the running, healthy tasks (what the mesh
 	// routes to) stands in for it.
-	lb := httptest.NewServer(&taskBalancer{stack: stack})
+	tb := &taskBalancer{stack: stack}
+	lb := httptest.NewServer(tb)
 	t.Cleanup(lb.Close)
 	balanced := lb.URL + "/mcp"
 
@@ -165,6 +171,35 @@ func TestSwarmStack(t *testing.T) {
 		res, err := callServer(ctx, other, installed, "via the other replica")
 		return err == nil && res["result"] == "via the other replica"
 	})
+
+	// 2025-11-25 sessions through the balancer, with both clients: each
+	// lives on the replica that answered its initialize, and its requests
+	// that land on the other one are forwarded to it, at the URL it
+	// advertises (its task's name on the mcp network).
+	legacyLB := connectBearer(t, balanced, token, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	legacySDKLB := dialSDKBearer(t, balanced, token, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	// One client at a time, so that each one's requests alternate
+	// between the tasks.
+	for _, c := range []struct {
+		name string
+		call func(text string) error
+	}{
+		{"mcp-go", func(text string) error { return echoErr(ctx, legacyLB, text) }},
+		{"go-sdk", func(text string) error { return sdkEcho(ctx, legacySDKLB, text) }},
+	} {
+		strays := tb.strays.Load()
+		for i := range 6 {
+			if err := c.call(fmt.Sprintf("2025-11-25 %s through the balancer %d", c.name, i)); err != nil {
+				t.Errorf("a 2025-11-25 %s session through the balancer, call %d: %v", c.name, i, err)
+			}
+		}
+		if n := tb.strays.Load() - strays; n < 3 {
+			t.Errorf("%d requests of the 2025-11-25 %s session landed on the replica that does not hold it: forwarding not exercised", n, c.name)
+		} else {
+			t.Logf("a 2025-11-25 %s session through the balancer: 6 calls answered, %d requests forwarded to the replica holding it", c.name, n)
+		}
+	}
+	_ = legacySDKLB.Close()
 
 	// 2025-11-25 sessions on the replica about to be killed, with both
 	// clients.
@@ -224,8 +259,8 @@ func TestSwarmStack(t *testing.T) {
 	}
 	// The killed replica's sessions are gone with it: the 2025-11-25
 	// clients notice on their next request and initialize again, on the
-	// live replica (a 2025-11-25 session is held by one replica: without
-	// forwarding between replicas it cannot go through the balancer).
+	// live replica (a 2025-11-25 session is held by one replica, whichever
+	// replica its requests land on).
 	if _, _, _, err := legacyGo.callE(ctx, "hangar_call", one("echo", "echo", map[string]any{"text": "x"})); err == nil {
 		t.Error("a call on the killed replica's session succeeded")
 	}
@@ -284,7 +319,7 @@ func TestSwarmStack(t *testing.T) {
 	removed := time.Now()
 	for _, r := range fresh {
 		s := connectBearer(t, r.url, token)
-		waitFor(t, 10*time.Second, "late deregistered by "+r.id[:12], func() bool {
+		waitFor(t, removedWithin-time.Since(removed), "late deregistered by "+r.id[:12], func() bool {
 			return !slices.Contains(listed(t, s), "late")
 		})
 		if got := listed(t, s); !slices.Contains(got, "echo") {
@@ -370,6 +405,10 @@ func waitGatewayTasks(t *testing.T, ctx context.Context, stack string, n int, no
 type taskBalancer struct {
 	stack string
 	next  atomic.Uint64
+	// strays counts the requests of a 2025-11-25 session sent to a task
+	// other than the one holding it (a replica is named by its host name,
+	// its container's short ID).
+	strays atomic.Int64
 }
 
 var balancerTransport = &http.Transport{DisableKeepAlives: true}
@@ -380,7 +419,11 @@ func (b *taskBalancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no healthy gateway task (%v)", err), http.StatusServiceUnavailable)
 		return
 	}
-	target, err := url.Parse(tasks[b.next.Add(1)%uint64(len(tasks))].url)
+	task := tasks[b.next.Add(1)%uint64(len(tasks))]
+	if owner := forward.Owner(r.Header.Get("Mcp-Session-Id")); owner != "" && !strings.HasPrefix(task.id, owner) {
+		b.strays.Add(1)
+	}
+	target, err := url.Parse(task.url)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -9,7 +9,7 @@ import (
 
 // Returning memory once the gateway goes idle.
 //
-// tuneGC lets the heap grow to five times what is live before the
+// tuneGC lets the heap grow to four times what is live before the
 // collector runs, and Go's scavenger returns free pages only down to about
 // that goal. That is right under load (fewer collections, cheaper calls)
 // but it means a gateway that did some work and then went quiet keeps the
@@ -22,7 +22,11 @@ import (
 // the request path: allocation is what any work does) and, once the
 // gateway has allocated reclaimWorth since the last return and then
 // allocates almost nothing for reclaimQuietTicks ticks in a row, collects
-// and returns the free pages to the OS (debug.FreeOSMemory).
+// and returns the free pages to the OS (debug.FreeOSMemory), and drops its
+// mappings of the binary's read-only pages (releaseBinaryPages). A quiet
+// period that began with such a return gets one more ten seconds in: what
+// the work left behind without allocating since (a continuation expiring,
+// sessions ended by their TTL) is garbage only then.
 //
 // The trade-off: one forced collection per quiet period after real work
 // (about 10 ms of CPU with a 20 MiB heap, on an otherwise idle process), and the next burst of work faults its pages back in and starts
@@ -40,10 +44,16 @@ const (
 	// it allocates tens of kB.
 	reclaimQuiet = 256 << 10
 	// reclaimWorth is how much must have been allocated since the last
-	// return for another to be worth a forced collection: with GOGC=400
-	// even a small gateway's heap grows to 16 MiB before it is first
-	// collected, and collecting a small heap costs a few ms of CPU.
+	// return for another to be worth a forced collection: with GOGC=300
+	// even a small gateway's heap grows to 12 MiB before it is first
+	// collected (the runtime's 4 MiB minimum, scaled), and collecting a
+	// small heap costs a few ms of CPU.
 	reclaimWorth = 4 << 20
+	// reclaimSettleTicks: a quiet period that began with a return gets
+	// one more this many ticks in (10 s), for what became garbage without
+	// any allocation meanwhile (a continuation expiring, sessions closed
+	// by their TTL) and for the code the work mapped in again.
+	reclaimSettleTicks = 20
 )
 
 // idleReclaim decides when to return memory from the cumulative bytes
@@ -51,6 +61,7 @@ const (
 type idleReclaim struct {
 	last, since uint64 // allocated at the last tick and at the last return
 	quiet       int    // quiet ticks in a row
+	returned    bool   // a return was made in this run of quiet ticks
 	started     bool
 }
 
@@ -64,14 +75,20 @@ func (r *idleReclaim) observe(allocated uint64) bool {
 	tick := allocated - r.last
 	r.last = allocated
 	if tick >= reclaimQuiet {
-		r.quiet = 0
+		r.quiet, r.returned = 0, false
 		return false
 	}
 	r.quiet++
+	if r.quiet == reclaimSettleTicks && r.returned {
+		// What the work left behind without allocating since (an
+		// expired continuation, closed sessions) is garbage only now.
+		r.since = allocated
+		return true
+	}
 	if r.quiet < reclaimQuietTicks || allocated-r.since < reclaimWorth {
 		return false
 	}
-	r.since = allocated
+	r.since, r.returned = allocated, true
 	return true
 }
 
@@ -86,6 +103,7 @@ func reclaimWhenIdle(ctx context.Context) {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 && r.observe(sample[0].Value.Uint64()) {
 			debug.FreeOSMemory()
+			releaseBinaryPages()
 		}
 		select {
 		case <-ctx.Done():

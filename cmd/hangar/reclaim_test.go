@@ -17,8 +17,16 @@ func TestIdleReclaim(t *testing.T) {
 		{"too little work since the last return", []uint64{reclaimWorth, idle, idle, busy, idle, idle}, []bool{false, false, true, false, false, false}},
 		{"work again after a return: one more", []uint64{reclaimWorth, idle, idle, reclaimWorth, busy, idle, idle, idle}, []bool{false, false, true, false, false, false, true, false}},
 		{"a trickle adds up to one return", []uint64{idle, reclaimWorth - idle, idle, idle}, []bool{false, false, false, true}},
+		{"a quiet period after work settles once more, 10 s in", append([]uint64{reclaimWorth, busy}, repeat(idle, reclaimSettleTicks+5)...),
+			append(append(append([]bool{false, false, false, true}, make([]bool, reclaimSettleTicks-3)...), true), make([]bool, 5)...)},
+		{"a quiet period with no return does not settle", repeat(idle, reclaimSettleTicks+5), make([]bool, reclaimSettleTicks+5)},
+		{"work breaks the quiet period: its settle waits for the next", append(append([]uint64{reclaimWorth, busy, idle, idle, busy}, repeat(idle, reclaimSettleTicks-1)...), idle),
+			append(append([]bool{false, false, false, true, false}, make([]bool, reclaimSettleTicks-1)...), false)},
 	}
 	for _, tt := range tests {
+		if len(tt.ticks) != len(tt.want) {
+			t.Fatalf("%s: %d ticks, %d wants", tt.name, len(tt.ticks), len(tt.want))
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var r idleReclaim
@@ -34,4 +42,12 @@ func TestIdleReclaim(t *testing.T) {
 			}
 		})
 	}
+}
+
+func repeat(n uint64, times int) []uint64 {
+	out := make([]uint64, times)
+	for i := range out {
+		out[i] = n
+	}
+	return out
 }

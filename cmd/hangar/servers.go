@@ -6,23 +6,31 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/manage"
 )
 
-const serversUsage = `usage:
-  hangar servers list [--json]
-  hangar servers details NAME
-  hangar servers install FILE [--enabled=true|false] [--implicit=true|false]
-  hangar servers uninstall NAME
-  hangar servers restart NAME
-  hangar servers policy NAME [--enabled=true|false] [--implicit=true|false]
-  hangar import FILE
-Each takes --url (default $HANGAR_URL, else http://127.0.0.1:8080/mcp); the
-bearer token is $HANGAR_TOKEN.`
+var serversHelp = usage{
+	lines: []string{
+		"hangar servers list [--json]",
+		"hangar servers details NAME",
+		"hangar servers install FILE [--enabled=true|false] [--implicit=true|false]",
+		"hangar servers uninstall NAME",
+		"hangar servers restart NAME [--update]",
+		"hangar servers policy NAME [--enabled=true|false] [--implicit=true|false]",
+		"hangar import FILE",
+	},
+	about: "Manage the servers of a running gateway over its management protocol (mcp/*). install and " +
+		"import take a client config (Claude Desktop, Cursor, VS Code). The bearer token is $HANGAR_TOKEN.",
+}
+
+// serversUsage is serversHelp's usage lines, for errors.
+var serversUsage = "usage: " + strings.Join(serversHelp.lines, "\n       ")
 
 // optBool is a flag that remembers whether it was given.
 type optBool struct {
@@ -41,25 +49,43 @@ func (b *optBool) Set(s string) error {
 }
 
 // serversCmd runs `hangar servers …`; with importFile it is `hangar import`.
-func serversCmd(args []string, importFile bool) error {
+func serversCmd(args []string, importFile bool, out io.Writer) error {
 	sub := "install"
 	if !importFile {
 		if len(args) == 0 {
 			return errors.New(serversUsage)
 		}
+		if helpAsked(args[:1]) {
+			args = append([]string{"list"}, args...)
+		}
 		sub, args = args[0], args[1:]
 	}
-	fs := flag.NewFlagSet("servers "+sub, flag.ContinueOnError)
-	url := fs.String("url", envOr("HANGAR_URL", "http://127.0.0.1:8080/mcp"), "the gateway's MCP endpoint")
-	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	name := "servers " + sub
+	if importFile {
+		name = "import"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	url := fs.String("url", envOr("HANGAR_URL", "http://127.0.0.1:8080/mcp"), "the gateway's MCP endpoint ($HANGAR_URL)")
+	wait := 2 * time.Minute
+	if sub == "install" || sub == "restart" {
+		wait = 10 * time.Minute // npm and PyPI servers are built into images first
+	}
+	timeout := fs.Duration("timeout", wait, "give up after this long")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	update := fs.Bool("update", false, "restart: resolve an npm or PyPI server's version range again first")
 	var enabled, implicit optBool
 	fs.Var(&enabled, "enabled", "policy: serve the server (true|false)")
 	fs.Var(&implicit, "implicit", "policy: allow implicit invocation (true|false)")
 	// Flags may follow the positional argument (hangar servers policy NAME --enabled=false).
 	var pos []string
+	help := serversHelp
+	if importFile {
+		help = usage{lines: []string{"hangar import FILE [flags]"},
+			about: "Installs the servers of a client config (Claude Desktop, Cursor, VS Code) into a running gateway, " +
+				"as hangar servers install does. The bearer token is $HANGAR_TOKEN."}
+	}
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parse(fs, args, out, help); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -86,7 +112,7 @@ func serversCmd(args []string, importFile bool) error {
 		}
 		return p
 	}
-	show := func(v any) error { return manage.PrintJSON(os.Stdout, v) }
+	show := func(v any) error { return manage.PrintJSON(out, v) }
 
 	switch sub {
 	case "list":
@@ -97,7 +123,7 @@ func serversCmd(args []string, importFile bool) error {
 		if *asJSON {
 			return show(res)
 		}
-		manage.PrintList(os.Stdout, &res)
+		manage.PrintList(out, &res)
 		return nil
 	case "details":
 		name, err := one()
@@ -118,18 +144,22 @@ func serversCmd(args []string, importFile bool) error {
 		if err != nil {
 			return err
 		}
-		return c.InstallFile(ctx, data, policy(map[string]any{}), os.Stdout)
+		return c.InstallFile(ctx, data, policy(map[string]any{}), out)
 	case "uninstall", "restart":
 		name, err := one()
 		if err != nil {
 			return err
 		}
 		method := manage.MethodUninstall
+		params := map[string]any{"name": name}
 		if sub == "restart" {
 			method = manage.MethodRestart
+			if *update {
+				params["update"] = true
+			}
 		}
 		var res json.RawMessage
-		if err := c.Call(ctx, method, map[string]any{"name": name}, &res); err != nil {
+		if err := c.Call(ctx, method, params, &res); err != nil {
 			return err
 		}
 		return show(res)
@@ -145,7 +175,7 @@ func serversCmd(args []string, importFile bool) error {
 		if err := c.Call(ctx, manage.MethodPolicySet, policy(map[string]any{"name": name}), &res); err != nil {
 			return err
 		}
-		fmt.Printf("%s: enabled=%v implicit=%v state=%s\n", name, res.Policy.Enabled, res.Policy.AllowImplicitInvocation, res.Server.Runtime.State)
+		fmt.Fprintf(out, "%s: enabled=%v implicit=%v state=%s\n", name, res.Policy.Enabled, res.Policy.AllowImplicitInvocation, res.Server.Runtime.State)
 		return nil
 	}
 	return fmt.Errorf("unknown command hangar servers %s\n%s", sub, serversUsage)

@@ -14,19 +14,40 @@ import (
 
 // tokenCmd is `hangar token new`: a fresh token, shown once, and the
 // config entry that holds only its hash.
-func tokenCmd(args []string, w io.Writer) error {
-	if len(args) > 0 && args[0] == "show" {
-		return tokenShow(args[1:], w)
+var (
+	tokenUsage = usage{
+		lines: []string{"hangar token new --name NAME [--scopes hangar:read,hangar:call] [--servers math,fs-*]",
+			"hangar token show [FILE]"},
+		about: "new makes an access token, printed once, and the auth.tokens entry that holds only its hash.\n" +
+			"show prints the token a gateway generated (auth.generate_token) into FILE (default " +
+			defaultTokenFile + "), for docker compose exec: the image has no shell.",
 	}
-	if len(args) == 0 || args[0] != "new" {
-		return errors.New("usage: hangar token new --name NAME --scopes hangar:read,hangar:call [--servers math,fs-*]\n" +
-			"       hangar token show [FILE]   (default " + defaultTokenFile + ")")
+	tokenNewUsage = usage{
+		lines: []string{tokenUsage.lines[0]},
+		about: "Makes an access token, printed once, and the auth.tokens entry for the config file, which holds only its hash.",
+	}
+)
+
+func tokenCmd(args []string, w io.Writer) error {
+	switch {
+	case len(args) > 0 && helpAsked(args[:1]):
+		tokenUsage.print(w, nil)
+		return errHelpShown
+	case len(args) > 0 && args[0] == "show":
+		if helpAsked(args[1:]) {
+			usage{lines: tokenUsage.lines[1:], about: "Prints the token a gateway generated (auth.generate_token) into FILE (default " +
+				defaultTokenFile + "), for docker compose exec: the image has no shell."}.print(w, nil)
+			return errHelpShown
+		}
+		return tokenShow(args[1:], w)
+	case len(args) == 0 || args[0] != "new":
+		return errors.New("usage: " + tokenUsage.lines[0] + "\n       " + tokenUsage.lines[1])
 	}
 	fs := flag.NewFlagSet("token new", flag.ContinueOnError)
-	name := fs.String("name", "", "the token's name, shown in logs and audit")
-	scopes := fs.String("scopes", auth.ScopeRead+","+auth.ScopeCall, "comma-separated scopes: "+strings.Join(auth.AllScopes, ", "))
-	servers := fs.String("servers", "", "comma-separated patterns of the providers the token may reach (default: all)")
-	if err := fs.Parse(args[1:]); err != nil {
+	name := fs.String("name", "", "the token's `NAME`, shown in logs and audit")
+	scopes := fs.String("scopes", auth.ScopeRead+","+auth.ScopeCall, "comma-separated `SCOPES`: "+strings.Join(auth.AllScopes, ", "))
+	servers := fs.String("servers", "", "comma-separated `PATTERNS` of the servers the token may reach (default: all)")
+	if err := parse(fs, args[1:], w, tokenNewUsage); err != nil {
 		return err
 	}
 	if *name == "" {

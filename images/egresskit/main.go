@@ -1,9 +1,10 @@
 // Command egresskit is the egress tests' provider and test server.
 //
-//	egresskit                      an MCP server on stdio with two tools:
+//	egresskit                      an MCP server on stdio with three tools:
 //	                               fetch (HTTP GET through $HTTP_PROXY, as
-//	                               any client would) and dial (a direct TCP
-//	                               connection, bypassing any proxy)
+//	                               any client would), dial (a direct TCP
+//	                               connection, bypassing any proxy) and
+//	                               dial_all (dial, to many addresses at once)
 //	egresskit serve NAME [ADDR]    an HTTP server answering "egresskit NAME"
 //	                               on ADDR (default :8080)
 package main
@@ -15,6 +16,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -42,6 +45,10 @@ func main() {
 		mcp.WithDescription("Open a direct TCP connection to host:port, bypassing any proxy"),
 		mcp.WithString("addr", mcp.Required()),
 	), dial)
+	s.AddTool(mcp.NewTool("dial_all",
+		mcp.WithDescription("Open direct TCP connections to each host:port at once, bypassing any proxy; one line per address: connected, or the error"),
+		mcp.WithArray("addrs", mcp.Required(), mcp.WithStringItems()),
+	), dialAll)
 	if err := server.ServeStdio(s); err != nil {
 		fmt.Fprintln(os.Stderr, "egresskit:", err)
 		os.Exit(1)
@@ -95,4 +102,27 @@ func dial(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, er
 	}
 	_ = c.Close()
 	return mcp.NewToolResultText("connected"), nil
+}
+
+func dialAll(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	addrs, err := req.RequireStringSlice("addrs")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	lines := make([]string, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			d := net.Dialer{Timeout: 5 * time.Second}
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				lines[i] = addr + " dial failed: " + err.Error()
+				return
+			}
+			_ = c.Close()
+			lines[i] = addr + " connected"
+		})
+	}
+	wg.Wait()
+	return mcp.NewToolResultText(strings.Join(lines, "\n")), nil
 }

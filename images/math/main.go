@@ -1,13 +1,21 @@
-// Command math is a minimal MCP server offering arithmetic tools over stdio.
-// It is the reference provider the hangar gateway is exercised against.
+// Command math is a minimal MCP server offering arithmetic tools over stdio,
+// or with --http ADDR over streamable HTTP at /mcp (a server discovered by
+// its labels in examples/discovery). It is the reference provider the
+// hangar gateway is exercised against.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -20,12 +28,46 @@ func main() {
 	// stdout carries the JSON-RPC stream, so every log line must go to stderr.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	slog.SetDefault(logger)
+	addr := flag.String("http", "", "serve streamable HTTP at /mcp on this address (e.g. :8080) instead of stdio")
+	flag.Parse()
 
+	if *addr != "" {
+		// As PID 1 of a container it gets no default SIGTERM action.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		ln, err := net.Listen("tcp", *addr)
+		if err == nil {
+			logger.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "path", "/mcp")
+			err = serveHTTP(ctx, ln)
+		}
+		if err != nil {
+			logger.Error("http server stopped", "err", err)
+			os.Exit(1)
+		}
+		return
+	}
 	err := server.ServeStdio(newServer(),
 		server.WithErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError)))
 	if err != nil {
 		logger.Error("stdio server stopped", "err", err)
 		os.Exit(1)
+	}
+}
+
+// serveHTTP serves streamable HTTP at /mcp on ln until ctx ends.
+func serveHTTP(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(newServer()))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
 	}
 }
 

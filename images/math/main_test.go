@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -99,5 +100,43 @@ func TestListTools(t *testing.T) {
 		if !got[name] {
 			t.Errorf("tool %q not listed", name)
 		}
+	}
+}
+
+// TestHTTP: with --http the same tools are served over streamable HTTP at
+// /mcp, and the server stops when its context ends.
+func TestHTTP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- serveHTTP(ctx, ln) }()
+
+	c, err := client.NewStreamableHttpClient("http://" + ln.Addr().String() + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var init mcp.InitializeRequest
+	init.Params.ClientInfo = mcp.Implementation{Name: "math-test", Version: "0"}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	if got, isErr := call(t, c, "add", map[string]any{"a": 20, "b": 22}); got != "42" || isErr {
+		t.Errorf("add over HTTP = %q (error %v), want 42", got, isErr)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serveHTTP after its context ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serveHTTP did not return after its context ended")
 	}
 }

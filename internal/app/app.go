@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -37,11 +38,13 @@ import (
 	"github.com/mcp-hangar/hangar/internal/manage"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/packages"
 	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	mcpregistry "github.com/mcp-hangar/hangar/internal/registry"
 	"github.com/mcp-hangar/hangar/internal/store"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
+	"github.com/mcp-hangar/hangar/internal/upstreamauth"
 )
 
 // Options are the command-line level settings.
@@ -56,6 +59,9 @@ type Options struct {
 	// WorkerTick is how often health and idle workers look at providers
 	// (default 1s).
 	WorkerTick time.Duration
+	// TrafficStep is how often the dashboard's traffic charts take a
+	// sample (default readmodel.DefaultTrafficStep).
+	TrafficStep time.Duration
 	// DataDir is --data-dir: it wins over $HANGAR_DATA_DIR and data_dir:
 	// (default $XDG_STATE_HOME/hangar/<instance>).
 	DataDir string
@@ -92,6 +98,9 @@ type App struct {
 	// Images is the gate every docker start passes (pull policy, allowed
 	// registries, signatures, digest pins).
 	Images *backend.ImageGate
+	// Packages builds, pins and releases the images of npm and PyPI
+	// servers.
+	Packages *packages.Builder
 
 	// Instance is the instance name in use (Options.Instance resolved).
 	Instance string
@@ -101,6 +110,14 @@ type App struct {
 	Egress *dockerrt.Egress
 	// Dashboard serves /ui/ over the read model.
 	Dashboard *dashboard.Dashboard
+	// UpstreamAuth is the OAuth client and vault of callers' upstream
+	// credentials (upstream_auth), and the /oauth/ paths.
+	UpstreamAuth *upstreamauth.Manager
+
+	listen atomic.Value // string: the HTTP listen address (public URL default)
+	// Ready turns true once what the gateway serves from is loaded
+	// (becomeReady): /readyz, and /mcp requests wait for it.
+	Ready *endpoint.Readiness
 
 	egressLog *egressRefusals
 
@@ -113,10 +130,14 @@ type App struct {
 	released  bool            // after Close: never taken again
 	holder    instance.Holder
 	member    *instance.Membership // with a shared store: replaces the lease
-	changes   *replicaChanges      // with a shared store: other replicas' changes
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	// forwardKey signs and checks what replicas forward to each other.
+	forwardKey []byte
+	changes    *replicaChanges // with a shared store: other replicas' changes
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+
+	trafficStep time.Duration // Options.TrafficStep
 
 	// quarantines are the provider quarantines kept in the store.
 	quarantines *pin.Quarantines
@@ -147,7 +168,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		log = NewLogger(cfg.Logging, os.Stderr)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}}
+	a := &App{Config: cfg, Log: log, ctx: ctx, cancel: cancel, Engine: &dockerrt.EngineState{}, trafficStep: o.TrafficStep, Ready: endpoint.NewReadiness()}
 	// A provider message bigger than this could be neither answered nor
 	// kept as a continuation, so it is not read into memory.
 	mcpconn.SetMaxMessageBytes(int64(cfg.Batch.MaxResponseSizeBytes) + int64(cfg.Batch.MaxContinuationBytes) + 1<<20)
@@ -214,6 +235,12 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	rcancel()
 
 	a.Metrics = metrics.New()
+	if a.member != nil {
+		a.Metrics.EnableReplicas(func() bool {
+			r, ok := a.Store.(interface{ Unreachable() error })
+			return !ok || r.Unreachable() == nil
+		})
+	}
 	if a.Telemetry, err = telemetry.New(ctx, telemetry.Options{Config: cfg.Telemetry, Version: gateway.Version,
 		Instance: a.Instance, Recorder: a.Metrics}); err != nil {
 		_ = cli.Close()
@@ -228,7 +255,18 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		Pins:     a.Store,
 		Log:      log.With("component", "images"),
 	}
-	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(), Images: a.Images}
+	// npm and PyPI servers: images built once from their runner's
+	// runtime image, with the runtimes and images sections of the
+	// config as it is at each build.
+	a.Packages = packages.New(a.Runtime, a.Images.Engine, a.Store, a.Instance, func() packages.Settings {
+		cfg := a.Config
+		if a.Gateway != nil {
+			cfg = a.Gateway.Config()
+		}
+		return packages.Settings{Runtimes: cfg.Runtimes, Images: cfg.Images}
+	}, log.With("component", "packages"))
+	launcher := &backend.Launcher{Docker: a.Runtime, HTTPNetwork: a.httpNetwork(), Images: a.Images, Packages: a.Packages}
+	a.listen.Store(o.Listen)
 	// The sink passes every provider event on to metrics and queues state
 	// changes for the management notifications.
 	sink := manage.NewSink(a.Metrics)
@@ -255,6 +293,7 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	})
 	a.Metrics.SetInflight(a.Providers.Inflight)
 	a.Gateway = gateway.New(cfg, a.Providers, a.Engine, a.Metrics, log)
+	a.setUpUpstreamAuth(launcher)
 	if a.member != nil {
 		a.Gateway.SetReplica(a.member.Self.Replica)
 	}
@@ -284,7 +323,12 @@ func New(cfg *config.Config, o Options) (*App, error) {
 		// Off the call path: one goroutine writes the trail in batches;
 		// Close flushes it before the store closes.
 		if st, ok := a.Store.(audit.Store); ok {
-			w := audit.New(st, audit.Options{Dropped: audit.NewDroppedCounter(a.Metrics.Registry), Log: log.With("component", "audit")})
+			ao := audit.Options{Dropped: audit.NewDroppedCounter(a.Metrics.Registry), Log: log.With("component", "audit")}
+			if a.DataDir != "" {
+				// Acknowledged entries survive a kill of this replica.
+				ao.Spool = filepath.Join(a.DataDir, "audit.spool")
+			}
+			w := audit.New(st, ao)
 			a.Gateway.AuditStore = w
 			a.goOwned(func() { w.Run(ctx) })
 		}
@@ -299,12 +343,24 @@ func New(cfg *config.Config, o Options) (*App, error) {
 			mcpregistry.Providers{M: a.Providers, Catalog: a.Gateway.Catalog}, log.With("component", "hotload"))
 		loader.Execution = cfg.Execution
 		loader.AllowedEgress = cfg.Install.AllowedEgress
+		loader.Packages = a.Packages
 		a.Gateway.HotLoad = loader
 		if a.member != nil {
-			a.Gateway.HotLoad = &replicatedLoader{HotLoader: loader, a: a}
+			a.Gateway.HotLoad = newReplicatedLoader(loader, a.Store, log.With("component", "replicas"))
 		}
 	}
 	a.Manage = a.newManage(ctx)
+	// Package images no server runs any more (hot-loaded ones of the last
+	// run, a removal that failed) go, off the start-up path.
+	a.goOwned(func() {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if n, err := a.Packages.Sweep(sctx); err != nil {
+			log.Debug("package images not swept", "error", err)
+		} else if n > 0 {
+			log.Info("removed package images no server runs", "count", n)
+		}
+	})
 	a.MCP = a.Gateway.MCPServer()
 	a.Manage.Notifier.Attach(a.MCP)
 	a.goOwned(func() { a.Manage.Run(ctx, sink) })
@@ -335,12 +391,49 @@ func New(cfg *config.Config, o Options) (*App, error) {
 	a.goOwned(func() { a.Runtime.WatchEvents(ctx, cli, a.Engine, a.reconcile) })
 	a.goOwned(func() { a.Providers.RunWorkers(ctx, tick) })
 	a.runReplicas(ctx)
+	if a.member != nil {
+		a.startHotloads(ctx)
+	}
 	a.followChanges(ctx)
 	if cfg.ConfigReload.Enabled {
 		a.goOwned(func() { a.Gateway.WatchConfig(ctx, cfg.ConfigReload.Interval) })
 	}
 	a.wireViews()
+	a.goOwned(func() { a.becomeReady(ctx) })
 	return a, nil
+}
+
+// becomeReady marks the gateway ready once what it serves from is loaded.
+// New has opened the store, restored the installed servers and the
+// quarantines, and published the config's servers to the catalog. Left
+// are discovery's first listing (the servers approved before this start
+// join the catalog there), then a front-door refresh after it (the
+// callable names, with the tool catalogs stored at the last run), then the
+// tool index holding that refresh. Catalogs nobody stored, which take a
+// container start to learn, are not waited for: they join with a
+// list_changed.
+func (a *App) becomeReady(ctx context.Context) {
+	began := time.Now()
+	if a.discovery != nil {
+		a.Ready.Loading("discovery's first listing")
+		select {
+		case <-a.discovery.Scanned():
+		case <-ctx.Done():
+			return
+		}
+	}
+	if fd := a.Gateway.FrontDoor; fd != nil {
+		a.Ready.Loading("the front door's tool list")
+		if err := fd.Sync(ctx); err != nil {
+			return
+		}
+		a.Ready.Loading("the tool index")
+		if err := fd.SearchCaughtUp(ctx); err != nil {
+			return
+		}
+	}
+	a.Ready.Ready()
+	a.Log.Info("gateway ready", "took_ms", time.Since(began).Milliseconds())
 }
 
 // newManage builds the management protocol over the providers and groups
@@ -365,6 +458,7 @@ func (a *App) newManage(ctx context.Context) *manage.Service {
 				fd.Kick()
 			}
 		},
+		Packages: a.Packages,
 	}, log)
 	// allow_implicit_invocation decides whether the front door lists an
 	// installed server's tools.
@@ -470,8 +564,10 @@ func (a *App) httpNetwork() string {
 }
 
 // reconcile runs after the engine comes back: containers that nothing
-// tracks any more are removed, so no orphan survives an engine restart.
+// tracks any more are removed, so no orphan survives an engine restart,
+// and providers that died while it was away start again at the next call.
 func (a *App) reconcile() {
+	a.Providers.EngineBack()
 	ctx, cancel := context.WithTimeout(a.ctx, 15*time.Second)
 	defer cancel()
 	if n, err := a.Runtime.Reap(ctx, a.Providers.Tracks); err != nil {
@@ -510,16 +606,29 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o endpoint.Options
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = int64(a.Gateway.Config().Execution.MaxRequestBodyBytes)
 	}
+	if !o.Hosts.Loopback && o.Hosts.Allowed == nil {
+		// The names the endpoint answers follow from where it listens
+		// (server.allowed_hosts is read at start).
+		o.Hosts = hostPolicy(isLoopback(ln.Addr()), a.Gateway.Config().HTTP)
+	}
 	if o.UI == nil {
 		o.UI = a.Dashboard.Handler
 	}
-	if r := a.forwarder(ctx); r != nil && o.Forward == nil {
+	if o.OAuth == nil {
+		o.OAuth = a.UpstreamAuth.Handler()
+	}
+	a.listen.Store(ln.Addr().String())
+	if r := a.forwarder(o.MaxBodyBytes); r != nil && o.Forward == nil {
 		o.Forward = r.Middleware
-		o.Auth.Forwarded = r.Trusted
+		o.Auth.Forwarded = r.Check
+	}
+	if o.Ready == nil {
+		o.Ready = a.Ready
 	}
 	ep := a.Gateway.HTTP(a.MCP, o)
 	defer ep.Close()
-	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second}
+	var fresh freshConns
+	srv := &http.Server{Handler: ep.Handler, ReadHeaderTimeout: 10 * time.Second, ConnState: fresh.track}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -527,13 +636,39 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, o endpoint.Options
 		return err
 	case <-ctx.Done():
 	}
+	o.Ready.Drain()
 	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	_ = ep.Sessions().Shutdown(dctx)
+	o.Auth.EndStreams()
+	fresh.close()
 	if err := srv.Shutdown(dctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// freshConns are the connections that have not sent a request yet. A
+// graceful shutdown waits up to 5 s for such a connection to become idle
+// (net/http counts it as active meanwhile), and clients leave them: an
+// HTTP client dials for a request that another connection then serves, and
+// keeps the new one. At shutdown they are closed (the gateway no longer
+// takes requests; no request of theirs is in flight).
+type freshConns struct{ conns sync.Map }
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		f.conns.Store(c, struct{}{})
+	} else {
+		f.conns.Delete(c)
+	}
+}
+
+func (f *freshConns) close() {
+	f.conns.Range(func(c, _ any) bool {
+		_ = c.(net.Conn).Close()
+		return true
+	})
 }
 
 // ServeStdio serves MCP on r/w until ctx ends or r reaches EOF.
@@ -541,6 +676,9 @@ func (a *App) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	// The management methods (mcp/*) are answered before mcp-go sees them.
 	r, w, wait := a.Manage.Stdio(ctx, r, w)
 	defer wait()
+	// One client, which reads the tool list right after its handshake:
+	// nothing is read before what the list is made of is loaded.
+	a.Ready.Wait(ctx)
 	s := server.NewStdioServer(a.MCP)
 	stdioTrust()(s)
 	err := s.Listen(ctx, r, w)

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/endpoint"
 )
 
 // ErrExposedWithoutAuth refuses to serve a non-loopback address with no
@@ -34,6 +38,7 @@ func (a *App) AuthHTTP(addr net.Addr) (*auth.HTTP, error) {
 		extra = append(extra, t)
 	}
 	authn := auth.NewAuthenticator(a.ctx, c, auth.Options{Extra: extra})
+	a.pruneUpstream(authn)
 	loopback := isLoopback(addr)
 	if !loopback && !authn.HasCredentials() {
 		if !c.AllowAnonymous {
@@ -69,11 +74,25 @@ func (a *App) AuthHTTP(addr net.Addr) (*auth.HTTP, error) {
 				"listen", addr.String())
 		}
 		h.Reload(auth.Settings{Auth: authn, RateLimit: nc.RateLimit, APIKeyHeader: nc.APIKeyHeader, AllowAnonymous: nc.AllowAnonymous})
+		a.pruneUpstream(authn)
 		// The other replicas reload theirs (tokens revoked here stop
 		// working there too).
 		a.configReloaded()
 	}
 	return h, nil
+}
+
+// hostPolicy is the Host names the endpoint answers: loopback names on a
+// loopback listener, server.allowed_hosts, and, where names are checked
+// at all, the host of server.public_url (where browsers come back from an
+// OAuth login). public_url alone does not turn the check on for a
+// listener on another address: agents reach it by other names.
+func hostPolicy(loopback bool, h config.HTTPServer) endpoint.HostPolicy {
+	p := endpoint.HostPolicy{Loopback: loopback, Allowed: h.AllowedHosts}
+	if u, err := url.Parse(h.PublicURL); err == nil && u.Hostname() != "" && (loopback || len(h.AllowedHosts) > 0) {
+		p.Allowed = append(slices.Clip(p.Allowed), strings.ToLower(u.Hostname()))
+	}
+	return p
 }
 
 func isLoopback(addr net.Addr) bool {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,6 +51,12 @@ func CallTool(ctx context.Context, url, token, tool string, argsJSON string, w i
 	req.Params.Arguments = args
 	res, err := c.CallTool(ctx, req)
 	if err != nil {
+		if msg, refused := strings.CutPrefix(err.Error(), mcp.ErrResourceNotFound.Error()+": "); refused && errors.Is(err, mcp.ErrResourceNotFound) {
+			// mcp-go reads seed 004's -32002 (a scope or a policy rule
+			// refused the call) as MCP's "resource not found": the
+			// gateway's own message says what happened.
+			return fmt.Errorf("call %s: %s", tool, msg)
+		}
 		return fmt.Errorf("call %s: %w", tool, err)
 	}
 	var text string

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,13 +78,19 @@ func (a *App) applyChange(ctx context.Context, c store.Change) {
 	case store.ChangeMembers:
 		a.shareRateLimits(cctx)
 	case store.ChangeHotload, store.ChangeUnload:
-		a.applyHotload(cctx, c, log)
+		a.kickHotloads()
 	case store.ChangeResync:
 		// Notices may have been missed while the feed was down (or
 		// before it first listened): read again what they would name.
 		a.shareRateLimits(cctx)
 		a.reloadInstalls(cctx)
+		a.kickHotloads()
 		if d := a.discovery; d != nil {
+			// Every decision, a candidate being checked included: its
+			// check registers it if it was approved meanwhile.
+			if err := d.Resync(cctx); err != nil {
+				log.Warn("discovery decisions not read again", "error", err)
+			}
 			for _, p := range d.Pending() {
 				a.reloadDecision(cctx, p.Name)
 			}
@@ -95,6 +103,14 @@ func (a *App) applyChange(ctx context.Context, c store.Change) {
 		return
 	}
 	log.Debug("applied a change from another replica")
+}
+
+// kickHotloads has the stored hot-loads applied here (in the background:
+// a load may take a while).
+func (a *App) kickHotloads() {
+	if l, ok := a.Gateway.HotLoad.(*replicatedLoader); ok {
+		l.Kick()
+	}
 }
 
 // remoteReload reloads the config file without announcing it back.
@@ -161,72 +177,236 @@ func (a *App) announce(c store.Change) {
 	}
 }
 
-// hotloadParams are a hot-load's parameters as another replica repeats
-// it (store.ChangeHotload's ID).
-type hotloadParams struct {
-	Name            string   `json:"name"`
-	ForceUnverified bool     `json:"force_unverified,omitempty"`
-	Allow           []string `json:"allow_tools,omitempty"`
-	Deny            []string `json:"deny_tools,omitempty"`
-}
-
-// replicatedLoader is the hot-loader of a replica: a server loaded or
-// unloaded here is loaded or unloaded on the other replicas too (each
-// runs its own copy; hot-loaded servers are not stored).
+// replicatedLoader is the hot-loader of a replica: what is hot-loaded or
+// unloaded here is stored (store.Hotloads), and every replica runs what is
+// stored (sync), one started later or whose change feed was down too.
+// Each replica runs its own copy; the stored row names the registry
+// server and the load's parameters, and each replica resolves it (with
+// the secrets of its own environment).
 type replicatedLoader struct {
 	gateway.HotLoader
-	a *App
+	store store.Hotloads
+	log   *slog.Logger
+	// kick asks the sync loop for a sync (one slot: kicks during a sync
+	// make one more).
+	kick chan struct{}
+
+	mu sync.Mutex
+	// params are the parameters each registry name was loaded with here,
+	// stored: a server of the loader that is not in params is being
+	// loaded here and not stored yet, and a sync leaves it alone.
+	params map[string]store.Hotload
+	// waiters are closed when a sync that began after they were added
+	// has ended (AwaitServer).
+	waiters []chan struct{}
+}
+
+// awaitLimit bounds how long a call naming a server this replica does not
+// serve waits for the stored hot-loads to be applied here.
+const awaitLimit = 30 * time.Second
+
+func newReplicatedLoader(inner gateway.HotLoader, st store.Hotloads, log *slog.Logger) *replicatedLoader {
+	return &replicatedLoader{HotLoader: inner, store: st, log: log, kick: make(chan struct{}, 1), params: map[string]store.Hotload{}}
 }
 
 func (l *replicatedLoader) Load(ctx context.Context, progress call.Progress, name string, forceUnverified bool, allow, deny []string) gateway.LoadResult {
+	before := l.ids()
 	res := l.HotLoader.Load(ctx, progress, name, forceUnverified, allow, deny)
-	if res.Status == registry.StatusLoaded {
-		id, _ := json.Marshal(hotloadParams{Name: name, ForceUnverified: forceUnverified, Allow: allow, Deny: deny})
-		l.a.announce(store.Change{Kind: store.ChangeHotload, ID: string(id)})
+	if res.Status != registry.StatusLoaded {
+		return res
 	}
+	h := store.Hotload{Name: res.Name, ForceUnverified: forceUnverified, AllowTools: allow, DenyTools: deny}
+	if err := l.store.PutHotload(ctx, h); err != nil {
+		// Acknowledged hot-loads are stored: one that is not runs nowhere.
+		if !before[res.MCPServer] {
+			l.HotLoader.Unload(context.WithoutCancel(ctx), res.MCPServer)
+		}
+		return gateway.LoadResult{Status: registry.StatusFailed, Name: res.Name,
+			Message: fmt.Sprintf("%s was not hot-loaded: the load could not be stored for the other replicas: %v", res.Name, err)}
+	}
+	l.mu.Lock()
+	l.params[h.Name] = h
+	l.mu.Unlock()
+	l.Kick()
 	return res
 }
 
 func (l *replicatedLoader) Unload(ctx context.Context, id string) gateway.UnloadResult {
-	res := l.HotLoader.Unload(ctx, id)
-	if res.Status == registry.StatusUnloaded {
-		l.a.announce(store.Change{Kind: store.ChangeUnload, ID: id})
+	if name := l.nameOf(id); name != "" {
+		// Stored first: an unload that cannot be stored is not made.
+		if err := l.store.DeleteHotload(ctx, name); err != nil {
+			return gateway.UnloadResult{Status: registry.StatusFailed, MCPServer: id,
+				Message: fmt.Sprintf("%s was not unloaded: the unload could not be stored for the other replicas: %v", id, err)}
+		}
+		l.mu.Lock()
+		delete(l.params, name)
+		l.mu.Unlock()
 	}
+	res := l.HotLoader.Unload(ctx, id)
+	l.Kick()
 	return res
 }
 
-// applyHotload repeats another replica's hot-load or unload here, through
-// the loader itself (so it is not announced back).
-func (a *App) applyHotload(ctx context.Context, c store.Change, log *slog.Logger) {
-	l, ok := a.Gateway.HotLoad.(*replicatedLoader)
-	if !ok {
-		log.Warn("another replica hot-loaded or unloaded a server, but hot-loading is off here")
-		return
+// ids are the IDs of the servers hot-loaded here.
+func (l *replicatedLoader) ids() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range l.HotLoader.Runtime() {
+		out[s.ID] = true
 	}
-	if c.Kind == store.ChangeUnload {
-		res := l.HotLoader.Unload(ctx, c.ID)
-		log.Info("unloaded: another replica unloaded it", "status", res.Status)
-		return
-	}
-	var p hotloadParams
-	if err := json.Unmarshal([]byte(c.ID), &p); err != nil || p.Name == "" {
-		log.Warn("hot-load of another replica not understood", "error", err)
-		return
-	}
-	res := l.HotLoader.Load(ctx, call.Progress{}, p.Name, p.ForceUnverified, p.Allow, p.Deny) // another replica's load: nobody here waits
-	log.Info("hot-loaded: another replica loaded it", "name", p.Name, "status", res.Status, "mcp_server", res.MCPServer)
+	return out
 }
 
-// shareRateLimits divides every rate-limit bucket by the number of live
-// replicas: behind a balancer that spreads a client's requests, N replicas
-// together then admit the configured rate (see auth.Limiter).
+// nameOf is the registry name of the server hot-loaded here as id.
+func (l *replicatedLoader) nameOf(id string) string {
+	for _, s := range l.HotLoader.Runtime() {
+		if s.ID == id {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// Kick asks for a sync without waiting for it.
+func (l *replicatedLoader) Kick() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs at every kick until ctx ends.
+func (l *replicatedLoader) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.kick:
+		}
+		l.mu.Lock()
+		waiters := l.waiters
+		l.waiters = nil
+		l.mu.Unlock()
+		l.sync(ctx)
+		for _, w := range waiters {
+			close(w)
+		}
+	}
+}
+
+// AwaitServer is for a call naming id, which this replica does not serve:
+// another replica may have hot-loaded it a moment ago (its answer given,
+// the row stored) and this one not applied it yet. It has the stored
+// hot-loads applied here now, waits for that (at most awaitLimit), and
+// reports whether id is served then. A sync with nothing to apply is one
+// store read.
+func (l *replicatedLoader) AwaitServer(ctx context.Context, id string) bool {
+	if l.ids()[id] {
+		return true
+	}
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.waiters = append(l.waiters, done)
+	l.mu.Unlock()
+	l.Kick()
+	ctx, cancel := context.WithTimeout(ctx, awaitLimit)
+	defer cancel()
+	select {
+	case <-done:
+		return l.ids()[id]
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sync brings what is hot-loaded here in line with what is stored: loads
+// what is stored and not run here (or run with other parameters), unloads
+// what this replica stored or synced and is no longer stored.
+func (l *replicatedLoader) sync(ctx context.Context) {
+	want, err := l.store.Hotloads(ctx)
+	if err != nil {
+		l.log.Warn("stored hot-loads not read; this replica's may differ until the next change", "error", err)
+		return
+	}
+	have := map[string]string{} // name → ID
+	for _, s := range l.HotLoader.Runtime() {
+		have[s.Name] = s.ID
+	}
+	stored := map[string]bool{}
+	for _, h := range want {
+		stored[h.Name] = true
+		l.mu.Lock()
+		p, known := l.params[h.Name]
+		l.mu.Unlock()
+		id, running := have[h.Name]
+		if running && known && sameLoad(p, h) {
+			continue
+		}
+		if running && known {
+			l.HotLoader.Unload(ctx, id) // another replica loaded it anew, with other parameters
+		} else if running {
+			continue // being loaded here: its own row comes when it is done
+		}
+		res := l.HotLoader.Load(ctx, call.Progress{}, h.Name, h.ForceUnverified, h.AllowTools, h.DenyTools) // nobody here waits
+		if res.Status != registry.StatusLoaded {
+			l.log.Warn("a stored hot-load does not run here", "name", h.Name, "status", res.Status, "message", res.Message)
+			continue
+		}
+		l.mu.Lock()
+		l.params[h.Name] = h
+		l.mu.Unlock()
+		l.log.Info("hot-loaded: stored by another replica", "name", h.Name, "mcp_server", res.MCPServer)
+	}
+	for name, id := range have {
+		l.mu.Lock()
+		_, known := l.params[name]
+		if !stored[name] && known {
+			delete(l.params, name)
+		}
+		l.mu.Unlock()
+		if stored[name] || !known {
+			continue
+		}
+		res := l.HotLoader.Unload(ctx, id)
+		l.log.Info("unloaded: no longer stored (another replica unloaded it)", "name", name, "mcp_server", id, "status", res.Status)
+	}
+}
+
+func sameLoad(a, b store.Hotload) bool {
+	return a.ForceUnverified == b.ForceUnverified && slices.Equal(a.AllowTools, b.AllowTools) && slices.Equal(a.DenyTools, b.DenyTools)
+}
+
+// startHotloads begins following the stored hot-loads: a replica that
+// finds no other live one starts the instance afresh, and the hot-loads of
+// its last run go (they are ephemeral); the others run what is stored.
+func (a *App) startHotloads(ctx context.Context) {
+	l, ok := a.Gateway.HotLoad.(*replicatedLoader)
+	if !ok {
+		return
+	}
+	if n, err := a.member.Live(ctx); err == nil && n == 1 {
+		if err := l.store.ClearHotloads(ctx); err != nil {
+			a.Log.Warn("the last run's hot-loads not cleared", "component", "replicas", "error", err)
+		}
+	}
+	a.goOwned(func() { l.Run(ctx) })
+	l.Kick()
+}
+
+// shareRateLimits counts the live replicas (hangar_replicas_live) and
+// divides every rate-limit bucket by their number: behind a balancer that
+// spreads a client's requests, N replicas together then admit the
+// configured rate (see auth.Limiter).
 func (a *App) shareRateLimits(ctx context.Context) {
-	if a.member == nil || a.Gateway.RateLimiter == nil {
+	if a.member == nil {
 		return
 	}
 	n, err := a.member.Live(ctx)
 	if err != nil {
 		a.Log.Warn("live replicas not counted; rate limits keep their share", "component", "replicas", "error", err)
+		return
+	}
+	a.Metrics.ReplicasLive(n)
+	if a.Gateway.RateLimiter == nil {
 		return
 	}
 	if old := a.Gateway.RateLimiter.Share(); old != n {

@@ -207,6 +207,9 @@ func TestReplicasForward(t *testing.T) {
 			t.Errorf("no continuation of r1 among %v", conts)
 		}
 	}
+	if n := metric(t, r2, "hangar_forwarded_requests_total", "outcome", "owner_unreachable"); n < 1 {
+		t.Errorf("r2's hangar_forwarded_requests_total{outcome=owner_unreachable} = %v after r1 was killed, want it counted", n)
+	}
 }
 
 // fixServers moves the lines after "mcp_servers: {}" that are indented

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/forward"
 	"github.com/mcp-hangar/hangar/internal/instance"
+	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -41,6 +42,28 @@ func (a *App) joinReplicas(ctx context.Context, o Options) error {
 	if advertise == "" && o.Listen != "" {
 		advertise = "http://" + o.Listen
 	}
+	if o.Listen != "" {
+		// The others pass this replica's sessions here: a wildcard
+		// address would send them back to themselves.
+		if err := forward.CheckAdvertiseURL(advertise); err != nil {
+			return fmt.Errorf("replica %s: %w", name, err)
+		}
+	}
+	// Every replica derives the forwarding key from the keystore key: one
+	// whose key is not the others' is refused here, before it joins.
+	key, ok := a.Store.(interface {
+		DerivedKey(ctx context.Context, purpose string) ([]byte, error)
+	})
+	if !ok {
+		return errors.New("the shared store derives no keys")
+	}
+	kctx, kcancel := context.WithTimeout(ctx, time.Minute)
+	fkey, err := key.DerivedKey(kctx, forwardKeyPurpose+a.Instance)
+	kcancel()
+	if err != nil {
+		return fmt.Errorf("replica %s: the forwarding key: %w", name, err)
+	}
+	a.forwardKey = fkey
 	m := &instance.Membership{Store: members, Log: a.Log.With("component", "replicas"),
 		Self: store.Member{Instance: a.Instance, Replica: name, AdvertiseURL: advertise, Engine: a.engineID(ctx)}}
 	jctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -111,32 +134,32 @@ func (a *App) engineID(ctx context.Context) string {
 	return info.Info.ID
 }
 
+// forwardKeyPurpose and the instance name are what the forwarding key is
+// derived for: replicas of two instances that share a keystore key do
+// not accept each other's proofs.
+const forwardKeyPurpose = "forward proof of instance "
+
 // forwarder passes requests for the ids of other replicas (sessions,
-// continuations, requestStates) to them; nil without replicas.
-func (a *App) forwarder(ctx context.Context) *forward.Router {
+// continuations, requestStates) to them, and checks the proofs of what
+// they pass here; nil without replicas. maxBody is the endpoint's bound.
+func (a *App) forwarder(maxBody int64) *forward.Router {
 	if a.member == nil {
 		return nil
 	}
 	m := a.member
-	var key []byte
-	if ks, ok := a.Store.(interface {
-		SharedKey(ctx context.Context, name string) ([]byte, error)
-	}); ok {
-		kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		var err error
-		if key, err = ks.SharedKey(kctx, "forward"); err != nil {
-			// Forwarding works without it; the owner then counts a
-			// forwarded request against the caller's rate limit again.
-			a.Log.Warn("forwarding key not read: forwarded requests are counted twice against rate limits", "error", err)
-		}
-		cancel()
-	}
-	r := &forward.Router{
-		Key:     key,
+	return &forward.Router{
+		Key:     a.forwardKey,
 		Self:    m.Self.Replica,
 		Members: func(ctx context.Context) ([]store.Member, error) { return m.Store.Members(ctx, m.Self.Instance) },
 		Live:    m.TTL(),
+		MaxBody: maxBody,
 		Log:     a.Log.With("component", "forward"),
+		Reached: func(ok bool) {
+			if ok {
+				a.Metrics.Forwarded(metrics.ForwardedOK)
+			} else {
+				a.Metrics.Forwarded(metrics.ForwardedUnreachable)
+			}
+		},
 	}
-	return r
 }

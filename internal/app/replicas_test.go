@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +52,13 @@ type replica struct {
 // startReplica runs a gateway of instance on the config file at path.
 func startReplica(t *testing.T, path, instance, name string) *replica {
 	t.Helper()
+	return startReplicaIn(t, path, instance, name, t.TempDir(), io.Discard)
+}
+
+// startReplicaIn is startReplica with its data dir (where its keystore
+// key is).
+func startReplicaIn(t *testing.T, path, instance, name, dataDir string, log io.Writer, opts ...func(*Options)) *replica {
+	t.Helper()
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +67,13 @@ func startReplica(t *testing.T, path, instance, name string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(cfg, Options{Instance: instance, Replica: name, Listen: ln.Addr().String(), DataDir: t.TempDir(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	shareKey(t, dataDir, instance)
+	o := Options{Instance: instance, Replica: name, Listen: ln.Addr().String(), DataDir: dataDir,
+		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, f := range opts {
+		f(&o)
+	}
+	a, err := New(cfg, o)
 	if err != nil {
 		_ = ln.Close()
 		t.Fatalf("replica %s: %v", name, err)
@@ -80,6 +97,80 @@ func startReplica(t *testing.T, path, instance, name string) *replica {
 	})
 	t.Cleanup(stop)
 	return &replica{App: a, URL: "http://" + ln.Addr().String() + "/mcp", stop: stop, halt: halt}
+}
+
+// TestShutdownClosesConnectionsThatSentNothing: a connection a client
+// opened and never used (an HTTP client keeps the one it dialled for a
+// request another connection served) does not hold a graceful shutdown
+// for net/http's 5 s, which the replicas' tests' drain time (5 s) would
+// end in "context deadline exceeded".
+func TestShutdownClosesConnectionsThatSentNothing(t *testing.T) {
+	t.Parallel()
+	path, instance := replicaConfig(t, "")
+	r := startReplica(t, path, instance, "r1")
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The server has accepted it (StateNew) once a request on another
+	// connection is answered.
+	if code := anonymous(t, r.URL); code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	began := time.Now()
+	r.halt()
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("the shutdown took %v with an unused connection open", took)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the unused connection after the shutdown: read %v, want EOF (closed by the gateway)", err)
+	}
+}
+
+// TestShutdownEndsStreams: an open /events stream (like a GET stream or a
+// subscriptions/listen answer, it never ends by itself) ends when the
+// gateway shuts down, rather than holding the shutdown for its whole drain
+// time.
+func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
+	path, instance := replicaConfig(t, "")
+	r := startReplica(t, path, instance, "r1")
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(r.URL, "/mcp")+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/events: %d", resp.StatusCode)
+	}
+	began := time.Now()
+	r.halt()
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("the shutdown took %v with an /events stream open", took)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("the /events stream after the shutdown: %v", err)
+	}
+}
+
+// shareKey gives dataDir the keystore key of instance's replicas, unless
+// it has a key: every replica of an instance has the same one (the key
+// file given to each, one of the documented ways).
+func shareKey(t *testing.T, dataDir, instance string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dataDir, "keystore.key")); os.IsNotExist(err) {
+		sum := sha256.Sum256([]byte("keystore key of " + instance))
+		if err := os.WriteFile(filepath.Join(dataDir, "keystore.key"), []byte(base64.StdEncoding.EncodeToString(sum[:])+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // replicaConfig is a config file of an instance on a fresh schema of the
@@ -112,6 +203,23 @@ func helloServer(t *testing.T) string {
 	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
+}
+
+// hotloadConfig is replicaConfig with a registry catalog of remote
+// servers, io.github.test/<name> at each URL.
+func hotloadConfig(t *testing.T, remotes map[string]string) (path, instance string) {
+	t.Helper()
+	var entries []map[string]any
+	for name, url := range remotes {
+		entries = append(entries, map[string]any{"name": "io.github.test/" + name, "description": name, "version": "1",
+			"remotes": []any{map[string]any{"type": "streamable-http", "url": url}}})
+	}
+	b, _ := json.Marshal(entries)
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(catalog, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return replicaConfig(t, fmt.Sprintf("registry: {url: \"\", catalog_file: %q, verified_namespaces: [\"io.github.test/\"]}\n", catalog))
 }
 
 // manageCall sends one management request (mcp/*) to url.
@@ -452,13 +560,7 @@ func anonymous(t *testing.T, url string) int {
 func TestReplicasPropagateHotload(t *testing.T) {
 	t.Parallel()
 	remote := helloServer(t)
-	catalog := filepath.Join(t.TempDir(), "catalog.json")
-	entry := `[{"name": "io.github.test/hello", "description": "hello", "version": "1",
-		"remotes": [{"type": "streamable-http", "url": "` + remote + `"}]}]`
-	if err := os.WriteFile(catalog, []byte(entry), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	path, instance := replicaConfig(t, fmt.Sprintf("registry: {url: \"\", catalog_file: %q, verified_namespaces: [\"io.github.test/\"]}\n", catalog))
+	path, instance := hotloadConfig(t, map[string]string{"hello": remote})
 	r1 := startReplica(t, path, instance, "r1")
 	r2 := startReplica(t, path, instance, "r2")
 	clients := []*changeClient{sdkClient(t, r2.URL, mcp.LATEST_PROTOCOL_VERSION), mcpgoClient(t, r2.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION)}
@@ -505,6 +607,75 @@ func TestReplicasPropagateHotload(t *testing.T) {
 	// The other replica loads the server itself (a registry lookup and a
 	// handshake) before its clients hear of it.
 	t.Logf("hot-load propagation (answer on r1 → list_changed at r2's clients): load %v, unload %v", lat[:2], lat[2:])
+}
+
+// TestReplicasHotloadCallRightAway: a call naming a server hot-loaded
+// through the other replica, sent the moment that replica answered, is
+// served here, not refused as unknown_mcp_server, even while this replica
+// is busy with a load of its own (loads run one at a time, so it applies
+// the other's load only after its own): the call waits for the stored
+// loads to be applied here.
+func TestReplicasHotloadCallRightAway(t *testing.T) {
+	t.Parallel()
+	remote, err := url.Parse(helloServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: remote.Scheme, Host: remote.Host})
+	handshaking := make(chan struct{}, 8)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			signal(handshaking)
+			time.Sleep(1500 * time.Millisecond) // a slow handshake
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	path, instance := hotloadConfig(t, map[string]string{"hello": remote.String(), "slow": slow.URL + "/mcp"})
+	r1 := startReplica(t, path, instance, "r1")
+	r2 := startReplica(t, path, instance, "r2")
+	clients := []*changeClient{
+		sdkClient(t, r2.URL, mcp.LATEST_PROTOCOL_VERSION), sdkClient(t, r2.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+		mcpgoClient(t, r2.URL, mcp.LATEST_PROTOCOL_VERSION), mcpgoClient(t, r2.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+	}
+
+	// r2 busy: a load of its own, in its slow handshake.
+	busy := make(chan string, 1)
+	go func() {
+		out, err := mcpgoClient(t, r2.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION).call(t.Context(), "hangar_load", map[string]any{"name": "io.github.test/slow"})
+		busy <- fmt.Sprint(out, err)
+	}()
+	if !waitSignal(handshaking, 10*time.Second) {
+		t.Fatal("r2's load of the slow server never reached it")
+	}
+
+	loader := mcpgoClient(t, r1.URL, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	out, err := loader.call(t.Context(), "hangar_load", map[string]any{"name": "io.github.test/hello"})
+	if err != nil || !strings.Contains(out, `"loaded"`) {
+		t.Fatalf("hangar_load on r1: %s, %v", out, err)
+	}
+	var loaded struct {
+		Server string `json:"mcp_server"`
+	}
+	if err := json.Unmarshal([]byte(out), &loaded); err != nil || loaded.Server == "" {
+		t.Fatalf("hangar_load's answer names no server: %s", out)
+	}
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := map[string]any{"calls": []any{map[string]any{"mcp_server": loaded.Server, "tool": "hello"}}}
+			out, err := c.call(t.Context(), "hangar_call", args)
+			if err != nil || !strings.Contains(out, "hello from remote") {
+				t.Errorf("%s: hangar_call on %s through r2 right after r1 loaded it: %s, %v", c.name, loaded.Server, out, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if out := <-busy; !strings.Contains(out, `"loaded"`) {
+		t.Errorf("r2's own load: %s", out)
+	}
 }
 
 // TestReplicasShareRateLimits: two replicas behind a round-robin client

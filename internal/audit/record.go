@@ -25,6 +25,11 @@ const (
 	// ActionRequest is an HTTP request refused before any method was
 	// looked at (401, 429, a scope /events or /metrics needs).
 	ActionRequest = "request"
+	// ActionUpstreamAuth prefixes what happened to a caller's upstream
+	// credentials (package upstreamauth): upstream_auth/login_started, /login, /refresh,
+	// /refused, /disconnect, /dropped, /exchange, /client_credentials and
+	// /callback (a callback refused before it named anyone).
+	ActionUpstreamAuth = "upstream_auth/"
 )
 
 // Outcomes besides the provider error kinds.
@@ -49,6 +54,7 @@ const (
 	FieldAllowed  = "allowed"
 	FieldReason   = "reason"
 	FieldOutcome  = "outcome"
+	FieldRule     = "rule"
 )
 
 // ForbiddenReason is the reason of a scope or server refusal: the kind and
@@ -93,7 +99,7 @@ func Record(ctx context.Context, log, warn *slog.Logger, st store.Audit, e store
 	if !e.Allowed {
 		level = slog.LevelWarn
 	}
-	log.LogAttrs(ctx, level, "audit",
+	attrs := [...]slog.Attr{
 		slog.String(FieldIdentity, e.Identity),
 		slog.String(FieldAction, e.Action),
 		slog.String(telemetry.FieldTool, e.Tool),
@@ -102,7 +108,13 @@ func Record(ctx context.Context, log, warn *slog.Logger, st store.Audit, e store
 		slog.String(FieldReason, e.Reason),
 		slog.String(FieldOutcome, e.Outcome),
 		slog.Float64(telemetry.FieldDurationMs, e.DurationMs),
-	)
+		slog.String(FieldRule, e.Rule),
+	}
+	n := len(attrs)
+	if e.Rule == "" {
+		n-- // no policy rule decided: the line is as it was before policies
+	}
+	log.LogAttrs(ctx, level, "audit", attrs[:n]...)
 	if st == nil || (e.Server == "" && e.Allowed) {
 		return
 	}

@@ -7,7 +7,10 @@
 // and returns; one owner goroutine writes the queue in batches, one
 // transaction (one fsync) per batch. A full queue drops the entry and
 // counts it rather than slowing the call. The log line stays synchronous,
-// so nothing is lost from the log.
+// so nothing is lost from the log. With a spool (Options.Spool, a file in
+// the data dir: spool.go) every queued entry is on disk before the call
+// returns, and a gateway killed before its batch was written stores it at
+// its next start.
 package audit
 
 import (
@@ -64,13 +67,22 @@ type Options struct {
 	// (hangar_audit_dropped_total); nil counts them in Dropped only.
 	Dropped prometheus.Counter
 	Log     *slog.Logger
+	// Spool is the file that keeps queued entries across a kill ("" keeps
+	// them in memory only); SpoolRotateAt is the size past which it is
+	// emptied once all it holds is stored (default 4 MiB).
+	Spool         string
+	SpoolRotateAt int64
 }
 
 // Writer is a store.Audit whose appends are asynchronous. Run is its one
 // owner goroutine.
 type Writer struct {
-	st      Store
-	queue   chan store.AuditEntry
+	st    Store
+	queue chan spooled
+	// spool, when set, holds every queued entry on disk; replay is what it
+	// held at New that was not stored, which Run writes first.
+	spool   *spool
+	replay  []spooled
 	batch   int
 	linger  time.Duration
 	metric  prometheus.Counter
@@ -108,7 +120,18 @@ func New(st Store, o Options) *Writer {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Writer{st: st, queue: make(chan store.AuditEntry, o.Queue), batch: o.Batch, linger: o.Linger, metric: o.Dropped, log: o.Log}
+	w := &Writer{st: st, queue: make(chan spooled, o.Queue), batch: o.Batch, linger: o.Linger, metric: o.Dropped, log: o.Log}
+	if o.Spool != "" {
+		sp, pending, err := openSpool(o.Spool, o.SpoolRotateAt)
+		if err != nil {
+			// The trail still reaches the store and the log; only a kill
+			// can lose the entries in memory.
+			o.Log.Error("audit spool unusable: queued entries are kept in memory only", "path", o.Spool, "error", err)
+		} else {
+			w.spool, w.replay = sp, pending
+		}
+	}
+	return w
 }
 
 // AppendAudit queues e without waiting; it returns ErrQueueFull (and
@@ -118,16 +141,36 @@ func (w *Writer) AppendAudit(_ context.Context, e store.AuditEntry) error {
 	if e.At.IsZero() {
 		e.At = time.Now().UTC()
 	}
+	if sp := w.spool; sp != nil {
+		// One lock orders the file and the queue alike; only appends fill
+		// the queue, so the room seen here is still there at the send.
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		if len(w.queue) == cap(w.queue) {
+			return w.drop()
+		}
+		end, err := sp.append(e)
+		if err != nil {
+			w.log.Warn("audit spool write failed: entry queued in memory only", "error", err)
+			end = 0
+		}
+		w.queue <- spooled{e: e, end: end}
+		return nil
+	}
 	select {
-	case w.queue <- e:
+	case w.queue <- spooled{e: e}:
 		return nil
 	default:
-		w.dropped.Add(1)
-		if w.metric != nil {
-			w.metric.Inc()
-		}
-		return ErrQueueFull
+		return w.drop()
 	}
+}
+
+func (w *Writer) drop() error {
+	w.dropped.Add(1)
+	if w.metric != nil {
+		w.metric.Inc()
+	}
+	return ErrQueueFull
 }
 
 // RecentAudit reads the store; entries still queued (at most a batch
@@ -145,6 +188,22 @@ func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 // only after it returned.
 func (w *Writer) Run(ctx context.Context) {
 	var reported uint64
+	if len(w.replay) > 0 {
+		w.log.Info("audit entries of an earlier run, not stored before it ended, are stored now", "count", len(w.replay))
+		for len(w.replay) > 0 {
+			n := min(w.batch, len(w.replay))
+			w.write(ctx, w.replay[:n])
+			w.replay = w.replay[n:]
+		}
+		w.replay = nil
+	}
+	if w.spool != nil {
+		defer func() {
+			if err := w.spool.close(); err != nil {
+				w.log.Warn("audit spool close", "error", err)
+			}
+		}()
+	}
 	for {
 		select {
 		case e := <-w.queue:
@@ -160,11 +219,11 @@ func (w *Writer) Run(ctx context.Context) {
 
 // gather is collect that waits up to the linger for the batch to fill
 // (or for ctx to end: Close then flushes the rest).
-func (w *Writer) gather(ctx context.Context, first store.AuditEntry) []store.AuditEntry {
+func (w *Writer) gather(ctx context.Context, first spooled) []spooled {
 	if w.linger <= 0 {
 		return w.collect(first)
 	}
-	b := []store.AuditEntry{first}
+	b := []spooled{first}
 	t := time.NewTimer(w.linger)
 	defer t.Stop()
 	for len(b) < w.batch {
@@ -181,8 +240,8 @@ func (w *Writer) gather(ctx context.Context, first store.AuditEntry) []store.Aud
 }
 
 // collect takes first and whatever else is queued, up to a batch.
-func (w *Writer) collect(first store.AuditEntry) []store.AuditEntry {
-	b := make([]store.AuditEntry, 1, min(w.batch, len(w.queue)+1))
+func (w *Writer) collect(first spooled) []spooled {
+	b := make([]spooled, 1, min(w.batch, len(w.queue)+1))
 	b[0] = first
 	for len(b) < w.batch {
 		select {
@@ -213,7 +272,22 @@ func (w *Writer) flush(ctx context.Context) {
 // retried with backoff, and calls keep queueing behind it; once ctx ends
 // the retries stop after flushTimeout. Any other failure is logged (the
 // store also keeps it for hangar_health) and the entries stay in the log.
-func (w *Writer) write(ctx context.Context, b []store.AuditEntry) {
+func (w *Writer) write(ctx context.Context, q []spooled) {
+	b := make([]store.AuditEntry, len(q))
+	for i := range q {
+		b[i] = q[i].e
+	}
+	// Past the batch in the spool once it is stored, or given up for
+	// good (it is in the log); not when the store stayed unreachable
+	// through shutdown: the next start stores it.
+	settled := func() {
+		if w.spool == nil || q[len(q)-1].end == 0 {
+			return
+		}
+		if err := w.spool.stored(q[len(q)-1].end); err != nil {
+			w.log.Warn("audit spool: stored offset not recorded (entries may be stored twice)", "error", err)
+		}
+	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval = retryFirst, retryMax
 	bo.Reset()
@@ -226,9 +300,11 @@ func (w *Writer) write(ctx context.Context, b []store.AuditEntry) {
 			if retried {
 				w.log.Info("audit entries stored after the store came back", "count", len(b))
 			}
+			settled()
 			return
 		case !errors.Is(err, store.ErrUnavailable):
 			w.log.Warn("audit entries not stored", "count", len(b), "error", err)
+			settled()
 			return
 		case !retried:
 			w.log.Warn("audit store unreachable: entries wait in the queue and are retried", "count", len(b),
@@ -242,8 +318,11 @@ func (w *Writer) write(ctx context.Context, b []store.AuditEntry) {
 		if !w.stopBy.IsZero() {
 			left := time.Until(w.stopBy)
 			if left <= 0 {
-				w.log.Error("audit entries not stored: the store stayed unreachable through shutdown (they are in the log)",
-					"count", len(b), "error", err)
+				msg := "audit entries not stored: the store stayed unreachable through shutdown (they are in the log)"
+				if w.spool != nil {
+					msg = "audit entries not stored: the store stayed unreachable through shutdown (the spool keeps them for the next start)"
+				}
+				w.log.Error(msg, "count", len(b), "error", err)
 				return
 			}
 			wait, done = min(wait, left), nil

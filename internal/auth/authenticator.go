@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +34,9 @@ type token struct {
 type Authenticator struct {
 	tokens   []token
 	verifier *oidc.IDTokenVerifier // nil without auth.oidc
-	now      func() time.Time
+	// groupsClaim is the JWT claim read as the caller's groups.
+	groupsClaim string
+	now         func() time.Time
 }
 
 // Options tune an Authenticator; the zero value is fine.
@@ -58,6 +61,8 @@ func NewAuthenticator(ctx context.Context, a config.Auth, o Options) *Authentica
 	for _, t := range append(append([]config.Token(nil), a.Tokens...), o.Extra...) {
 		id := NewIdentity(t.Name, KindToken, t.Scopes, t.Servers)
 		id.Expires = t.ExpiresAt
+		id.Credential = TokenFingerprint(t.SHA256)
+		id.who = &who{subject: t.Name, groups: slices.Clone(t.Groups)}
 		au.tokens = append(au.tokens, token{
 			hash:      t.SHA256,
 			identity:  id,
@@ -66,6 +71,10 @@ func NewAuthenticator(ctx context.Context, a config.Auth, o Options) *Authentica
 		})
 	}
 	if a.OIDC.Issuer != "" {
+		au.groupsClaim = a.OIDC.GroupsClaim
+		if au.groupsClaim == "" {
+			au.groupsClaim = config.DefaultGroupsClaim
+		}
 		ks := o.KeySet
 		if ks == nil {
 			ks = oidc.NewRemoteKeySet(ctx, a.OIDC.JWKSURL)
@@ -79,6 +88,18 @@ func NewAuthenticator(ctx context.Context, a config.Auth, o Options) *Authentica
 		})
 	}
 	return au
+}
+
+// HasToken reports whether a static token of that name and credential
+// (Identity.Credential) is configured: what belongs to a removed token
+// can be dropped.
+func (au *Authenticator) HasToken(name, credential string) bool {
+	for _, t := range au.tokens {
+		if t.identity.Name == name && t.identity.Credential == credential {
+			return true
+		}
+	}
+	return false
 }
 
 // HasCredentials reports whether any credential is configured; without
@@ -133,5 +154,31 @@ func (au *Authenticator) verifyJWT(ctx context.Context, raw string) (Identity, e
 	}
 	id := NewIdentity(tok.Subject, KindJWT, strings.Fields(claims.Scope), nil)
 	id.Expires = tok.Expiry
+	id.Issuer = tok.Issuer
+	id.bearer = &raw
+	w := &who{subject: tok.Subject}
+	if err := tok.Claims(&w.claims); err != nil {
+		return Identity{}, fmt.Errorf("%w: claims: %v", ErrInvalidJWT, err)
+	}
+	w.groups = groupsOf(w.claims[au.groupsClaim])
+	id.who = w
 	return id, nil
+}
+
+// groupsOf reads a groups claim: a list of strings (Keycloak, Okta,
+// Entra ID), or one string of names separated by spaces or commas. Other
+// values hold no groups.
+func groupsOf(v any) []string {
+	var out []string
+	switch g := v.(type) {
+	case []any:
+		for _, e := range g {
+			if s, ok := e.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	case string:
+		out = strings.FieldsFunc(g, func(r rune) bool { return r == ',' || r == ' ' })
+	}
+	return out
 }

@@ -41,8 +41,11 @@ func (hd *hold) expireAt(at time.Time) {
 // was let in with stops being valid: at its expiry, or when a reload no
 // longer authenticates it to the same identity with the same grants.
 // release frees what the hold keeps; call it when the stream ends.
+// Every held stream also ends at EndStreams.
 func (h *HTTP) Hold(r *http.Request) (ctx context.Context, release func()) {
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancelCtx := context.WithCancel(r.Context())
+	unhook := context.AfterFunc(h.shutdownCtx(), cancelCtx)
+	cancel := func() { unhook(); cancelCtx() }
 	id, ok := FromContext(r.Context())
 	if !ok {
 		return ctx, cancel
@@ -62,6 +65,28 @@ func (h *HTTP) Hold(r *http.Request) (ctx context.Context, release func()) {
 		h.holdMu.Unlock()
 		cancel()
 	}
+}
+
+// EndStreams ends every held stream, and every one opened from now on: the
+// gateway is shutting down, and a stream does not end by itself, so a
+// graceful shutdown would otherwise wait its whole drain time for it while
+// the calls in flight finish.
+func (h *HTTP) EndStreams() {
+	h.shutdownCtx()
+	h.holdMu.Lock()
+	end := h.endStreams
+	h.holdMu.Unlock()
+	end()
+}
+
+// shutdownCtx is the context EndStreams cancels.
+func (h *HTTP) shutdownCtx() context.Context {
+	h.holdMu.Lock()
+	defer h.holdMu.Unlock()
+	if h.shutdown == nil {
+		h.shutdown, h.endStreams = context.WithCancel(context.Background())
+	}
+	return h.shutdown
 }
 
 // Holds is how many streams are held open by a credential now.

@@ -48,9 +48,11 @@ type HTTP struct {
 	Log                  *slog.Logger
 
 	// Forwarded, when set, tells a request another gateway replica
-	// forwarded here, proven (forward.Router.Trusted): that replica counted
-	// it against the caller's rate limit, so it is not counted again.
-	Forwarded func(*http.Request) bool
+	// forwarded here, proven (forward.Router.Check): that replica counted
+	// it against the caller's rate limit, so it is not counted again. A
+	// request marked as forwarded whose proof does not hold gets a
+	// refusal (why, never the proof): it is answered 403 and audited.
+	Forwarded func(*http.Request) (forwarded bool, refusal string)
 
 	// Audit, when set, records a refused request: the 401s and 429s
 	// answered here (callers of Forbid record their 403s themselves). Set
@@ -63,6 +65,10 @@ type HTTP struct {
 
 	holdMu sync.Mutex
 	holds  map[*hold]struct{} // streams held open by a credential (Hold)
+	// shutdown ends every held stream when endStreams is called
+	// (EndStreams); made on first use.
+	shutdown   context.Context
+	endStreams context.CancelFunc
 }
 
 // Settings are what a config reload changes of the endpoint's
@@ -109,7 +115,17 @@ func (h *HTTP) Middleware(next http.Handler) http.Handler {
 			h.refuse(w, r, reason, presented)
 			return
 		}
-		if h.Limiter != nil && id.Kind != KindLocal && (h.Forwarded == nil || !h.Forwarded(r)) {
+		forwarded := false
+		if h.Forwarded != nil {
+			var why string
+			if forwarded, why = h.Forwarded(r); why != "" {
+				h.log().Warn("forwarded request refused", "reason", why, "identity", id.Name, "remote", clientAddr(r))
+				h.audit(r, Refusal{Status: http.StatusForbidden, Identity: id, Reason: ForwardRefusedReason + why})
+				WriteError(w, http.StatusForbidden, requestID(r), ForwardRefused(why))
+				return
+			}
+		}
+		if h.Limiter != nil && id.Kind != KindLocal && !forwarded {
 			if rl == nil {
 				rl = &cur.RateLimit
 			}

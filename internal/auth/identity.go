@@ -7,12 +7,15 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/fnmatch"
+	"github.com/mcp-hangar/hangar/internal/policy"
 )
 
 // Scopes (seed 004, issue 10).
@@ -46,9 +49,25 @@ type Identity struct {
 	// expires_at, a JWT's exp); zero: never. Streams opened with it end
 	// then (HTTP.Hold).
 	Expires time.Time
+	// Issuer is the JWT's issuer (auth.oidc.issuer) for KindJWT; "" for
+	// the other kinds. A subject is unique only within its issuer.
+	Issuer string
+	// Credential tells apart, for KindToken, two tokens configured under
+	// one name one after the other (TokenFingerprint); "" for the other
+	// kinds. What belongs to a token (its upstream credentials) is keyed
+	// by it too, so a new token under an old name inherits nothing.
+	Credential string
+	// who is what the credential says of the caller, for policy rules
+	// (PolicySubject); nil for a caller it says nothing more of. Behind a
+	// pointer: identities are copied into every call's request.
+	who *who
 
 	servers *fnmatch.Patterns // compiled Servers, built by NewIdentity
-	view    string            // ViewKey, computed by NewIdentity
+	// bearer is the caller's own JWT (KindJWT only), for an upstream that
+	// exchanges it (RFC 8693). A pointer: fmt and slog print an address,
+	// never the token, and encoding/json skips it.
+	bearer *string
+	view   string // ViewKey, computed by NewIdentity
 }
 
 // NewIdentity returns an identity with its server filter compiled.
@@ -60,6 +79,24 @@ func NewIdentity(name, kind string, scopes, servers []string) Identity {
 	}
 	id.view = id.viewKey()
 	return id
+}
+
+// TokenFingerprint is Identity.Credential of the static token whose
+// SHA-256 is sum: a hash of the hash, short, never enough to find or test
+// the token.
+func TokenFingerprint(sum [32]byte) string {
+	f := sha256.Sum256(append([]byte("hangar-token-fingerprint:"), sum[:]...))
+	return hex.EncodeToString(f[:8])
+}
+
+// Bearer is the caller's own bearer JWT, "" for every kind but KindJWT.
+// Only a token exchange with an upstream's authorization server may read
+// it; it is never logged nor stored.
+func (id Identity) Bearer() string {
+	if id.bearer == nil {
+		return ""
+	}
+	return *id.bearer
 }
 
 // Local is the identity of a stdio client or of loopback callers when no
@@ -109,6 +146,25 @@ func (id Identity) viewKey() string {
 		}
 	}
 	return string(b)
+}
+
+// who is a JWT's sub and all of its claims, and the groups of a token
+// (groups:) or of a JWT (its groups claim); the issuer is the identity's
+// own (Identity.Issuer). Never shown in answers, logs or the audit
+// (claims may be personal).
+type who struct {
+	subject string
+	groups  []string
+	claims  map[string]any
+}
+
+// PolicySubject is the identity as policy rules see it (identity.*).
+func (id Identity) PolicySubject() policy.Subject {
+	s := policy.Subject{Name: id.Name, Scopes: id.Scopes, Issuer: id.Issuer}
+	if w := id.who; w != nil {
+		s.Subject, s.Groups, s.Claims = w.subject, w.groups, w.claims
+	}
+	return s
 }
 
 // ctxKey carries the caller's identity from the endpoint's auth stage to
@@ -184,6 +240,18 @@ func MissingScope(scope string) *Error {
 // ServerScope is the scope name seed 004 uses for a server outside an
 // identity's filter.
 func ServerScope(server string) string { return "server:" + server }
+
+// ForwardRefusedReason starts the audit reason of a request marked as
+// forwarded by another replica whose proof does not hold; the proof's
+// fault follows (forward.Refused*).
+const ForwardRefusedReason = "forward_refused: "
+
+// ForwardRefused is the answer to such a request: the caller is not
+// lacking a scope, but the request is forbidden all the same.
+func ForwardRefused(why string) *Error {
+	return &Error{Code: CodeInsufficientScope, Message: "Forwarded request refused: " + why +
+		" (only a replica of this gateway instance may forward a request, once)"}
+}
 
 // RateLimited is the refusal of a request over its bucket.
 func RateLimited(retryAfterSeconds int) *Error {

@@ -130,7 +130,8 @@ func TestLimiterShareAcrossReplicas(t *testing.T) {
 }
 
 // TestForwardedNotCountedTwice: a request another replica forwarded (and
-// counted) passes the limiter here; one that only claims so does not.
+// counted) passes the limiter here; one whose proof does not hold is
+// refused with 403 and audited with the reason.
 func TestForwardedNotCountedTwice(t *testing.T) {
 	t.Parallel()
 	h := &HTTP{
@@ -138,9 +139,19 @@ func TestForwardedNotCountedTwice(t *testing.T) {
 		Limiter:        NewLimiter(10, time.Minute, nil),
 		RateLimit:      config.RateLimit{RPS: 0.001, Burst: 1},
 		AllowAnonymous: true,
-		Forwarded:      func(r *http.Request) bool { return r.Header.Get("X-Proven") == "yes" },
-		Log:            slog.New(slog.DiscardHandler),
+		Forwarded: func(r *http.Request) (bool, string) {
+			switch r.Header.Get("X-Proven") {
+			case "":
+				return false, ""
+			case "yes":
+				return true, ""
+			}
+			return false, "proof_replayed"
+		},
+		Log: slog.New(slog.DiscardHandler),
 	}
+	var refusals []Refusal
+	h.Audit = func(_ *http.Request, f Refusal) { refusals = append(refusals, f) }
 	ok := h.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	status := func(headers ...string) int {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
@@ -163,7 +174,11 @@ func TestForwardedNotCountedTwice(t *testing.T) {
 			t.Errorf("forwarded request %d: %d, want it passed (counted where it landed)", i, s)
 		}
 	}
-	if s := status("X-Proven", "no"); s != http.StatusTooManyRequests {
-		t.Errorf("a request claiming to be forwarded: %d, want 429", s)
+	refusals = nil
+	if s := status("X-Proven", "no"); s != http.StatusForbidden {
+		t.Errorf("a request claiming to be forwarded: %d, want 403", s)
+	}
+	if len(refusals) != 1 || refusals[0].Status != http.StatusForbidden || refusals[0].Reason != "forward_refused: proof_replayed" {
+		t.Errorf("audited %+v, want one 403 forward_refused: proof_replayed", refusals)
 	}
 }

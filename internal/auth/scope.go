@@ -68,9 +68,11 @@ var methodScopes = map[string]string{
 	"completion/complete":      ScopeCall,
 	"tools/call":               ScopeCall,
 	// Seed 003: reading needs hangar:read, every other mcp/* method
-	// hangar:admin.
+	// hangar:admin, but the one that drops the caller's own credential.
 	"mcp/list":           ScopeRead,
 	"mcp/server/details": ScopeRead,
+	// The caller's own upstream credential: what uses it may drop it.
+	"mcp/server/disconnect": ScopeCall,
 }
 
 // MethodScope is the scope a JSON-RPC method needs ("" for none).

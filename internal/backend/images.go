@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/packages"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -109,8 +110,16 @@ func (g *ImageGate) Status(server string) ImageStatus {
 var _ provider.Preparer = (*Launcher)(nil)
 
 // Prepare implements provider.Preparer: docker servers that create their
-// own container go through the image gate.
+// own container go through the image gate; those that run an npm or PyPI
+// package get its image built (or find it built).
 func (l *Launcher) Prepare(ctx context.Context, s *config.Server, progress call.Progress) error {
+	if s.Mode == config.ModeDocker && s.Package != nil {
+		if l.Packages == nil {
+			return fmt.Errorf("%s needs the package runtimes, which this gateway has not set up", packages.Describe(*s.Package))
+		}
+		_, err := l.Packages.Ensure(ctx, s, progress)
+		return err
+	}
 	if l.Images == nil || s.Mode != config.ModeDocker || s.AttachContainer != "" || s.Image == "" {
 		return nil
 	}

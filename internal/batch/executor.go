@@ -219,7 +219,18 @@ func (e *Executor) attempt(ctx context.Context, rq *call.Request, log *callLog, 
 		return fromResultLimit(res, e.Limits.MaxResponseBytes), nil
 	}
 	log.Warn("call failed", "mcp_server", c.Server, "tool", c.Tool, "attempt", rq.Budget.Used(), "error", err)
-	return failed(provider.KindOf(err), err.Error()), err
+	msg := err.Error()
+	if ct, ok := errors.AsType[callerText](err); ok {
+		msg = ct.CallerText() // the caller's alone (a login link): not in the log above
+	}
+	return failed(provider.KindOf(err), msg), err
+}
+
+// callerText is an error with more for its caller than for the log
+// (upstreamauth.LoginRequired's link).
+type callerText interface {
+	error
+	CallerText() string
 }
 
 // errBudgetSpent ends the retries of an entry whose budget is spent.

@@ -92,7 +92,7 @@ func (r *Request) Options() *mcpconn.CallOptions {
 	if r == nil {
 		return nil
 	}
-	o := &mcpconn.CallOptions{Meta: r.Meta, Raw: r.Raw, Relay: r.Relay}
+	o := &mcpconn.CallOptions{Meta: r.Meta, Raw: r.Raw, Relay: r.Relay, Caller: r.Caller, Session: r.Session}
 	if r.Progress.Wanted() {
 		o.OnProgress = r.Progress.Send
 	}

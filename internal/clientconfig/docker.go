@@ -212,7 +212,7 @@ func mapDocker(name string, e Entry, field string, o Options, diags *Diagnostics
 			s.Env = map[string]string{}
 		}
 		if _, set := s.Env[k]; !set {
-			if !envNameRe.MatchString(k) {
+			if !envNameRe().MatchString(k) {
 				diags.Add(LevelError, CodeInvalidValue, field+".env."+k, "invalid environment variable name")
 				continue
 			}
@@ -256,7 +256,7 @@ func dockerFlag(s *config.Server, e Entry, f runFlag, o Options, diags *Diagnost
 		s.ReadOnly = true // the default
 	case "env":
 		k, v, hasVal := strings.Cut(f.value, "=")
-		if !envNameRe.MatchString(k) {
+		if !envNameRe().MatchString(k) {
 			diags.Add(LevelError, CodeInvalidValue, fp, "%s wants NAME=value or NAME", f.raw)
 			return
 		}

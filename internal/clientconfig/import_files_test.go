@@ -10,18 +10,19 @@ import (
 )
 
 // The client config files in the top-level testdata/import are what
-// `hangar import` is shown with in the README: Claude Desktop's
+// `hangar import` is shown with in docs/management.md: Claude Desktop's
 // "mcpServers" and VS Code's "servers" both map to servers.
 func TestSharedImportFiles(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		file, rootKey string
 		names         []string
-		// mapped: the servers that map without an error, and their mode.
+		// mapped: the servers that map without an error, and their mode
+		// (uvx needs no runtimes: entry: its package runs from an image).
 		mapped map[string]string
 	}{
 		{"claude_desktop_config.json", "mcpServers", []string{"calc", "fetch"},
-			map[string]string{"calc": config.ModeDocker}},
+			map[string]string{"calc": config.ModeDocker, "fetch": config.ModeDocker}},
 		{"vscode_mcp.json", "servers", []string{"calc", "docs"},
 			map[string]string{"calc": config.ModeDocker, "docs": config.ModeRemote}},
 	} {

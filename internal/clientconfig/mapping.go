@@ -9,19 +9,24 @@
 package clientconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/egress"
 	"github.com/mcp-hangar/hangar/internal/hostaccess"
+	"github.com/mcp-hangar/hangar/internal/packages"
+	"github.com/mcp-hangar/hangar/internal/policy"
 )
 
 // Diagnostic levels.
@@ -43,6 +48,8 @@ const (
 	CodeIgnored            = "ignored"
 	CodeSecretStored       = "secret_stored"
 	CodeNameTaken          = "name_taken"
+	// CodePackage says what image an npm or PyPI line is built into.
+	CodePackage = "package_image"
 )
 
 // Diagnostic is one finding about one server entry. Message never holds a
@@ -67,10 +74,10 @@ func (d Diagnostics) HasError() bool {
 	return slices.ContainsFunc(d, func(x Diagnostic) bool { return x.Level == LevelError })
 }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // ValidName reports whether name may name an installed server.
-func ValidName(name string) bool { return nameRe.MatchString(name) }
+func ValidName(name string) bool { return nameRe().MatchString(name) }
 
 // ErrNoServers is the answer to config_json without a server object.
 var ErrNoServers = errors.New(`config_json has no "mcpServers" (or "servers") object`)
@@ -147,6 +154,12 @@ type Entry struct {
 	// Egress is hangar's own field: the hosts the server asks to reach
 	// (egress rules); install.allowed_egress decides.
 	Egress *EntryEgress `json:"egress,omitempty"`
+	// Policy is hangar's own field: the server's own policy over calls
+	// (internal/policy), which can only narrow the gateway's.
+	Policy *policy.Spec `json:"policy,omitempty"`
+	// AllowScripts is hangar's own field: the package's install may run
+	// its code (npm lifecycle scripts, building a Python sdist).
+	AllowScripts bool `json:"allow_scripts,omitempty"`
 }
 
 // EntryEgress is an entry's egress: {"allow": ["api.github.com:443"]}.
@@ -161,7 +174,7 @@ const maxSummary = 200
 // warning, not an error, because clients add their own (disabled,
 // autoApprove, …).
 var knownFields = []string{"type", "command", "args", "env", "envFile", "url", "headers", "token",
-	"authorization", "bearer_token", "bearerToken", "cwd", "egress", "summary"}
+	"authorization", "bearer_token", "bearerToken", "cwd", "egress", "summary", "policy", "allow_scripts"}
 
 // DecodeEntry reads one entry, strictly typed, warning about keys it does
 // not know.
@@ -200,6 +213,11 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 			err = json.Unmarshal(v, &e.Cwd)
 		case "egress":
 			err = json.Unmarshal(v, &e.Egress)
+		case "policy":
+			e.Policy = decodePolicy(fp, v, &diags)
+			continue
+		case "allow_scripts":
+			err = json.Unmarshal(v, &e.AllowScripts)
 		case "summary":
 			err = json.Unmarshal(v, &e.Summary)
 			if sum := strings.TrimSpace(e.Summary); err == nil && (sum == "" || len(sum) > maxSummary || strings.ContainsAny(sum, "\r\n")) {
@@ -220,6 +238,8 @@ func DecodeEntry(field string, raw json.RawMessage) (Entry, Diagnostics) {
 				want = "an object of strings"
 			case "egress":
 				want = `an object {"allow": [host[:port], …]}`
+			case "allow_scripts":
+				want = "true or false"
 			}
 			diags.Add(LevelError, CodeInvalidValue, fp, "must be %s", want)
 		}
@@ -275,7 +295,31 @@ func Map(name string, e Entry, field string, o Options) (*config.Server, Diagnos
 	}
 	s.Origin = config.OriginInstalled
 	s.Summary = e.Summary
+	if e.Policy != nil {
+		p := *e.Policy
+		s.Policy = &p
+	}
 	return s, diags
+}
+
+// decodePolicy reads an entry's policy strictly and compiles its rules:
+// each problem is reported at its path (policy.rules[0].when).
+func decodePolicy(field string, raw json.RawMessage, diags *Diagnostics) *policy.Spec {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var spec *policy.Spec
+	if err := dec.Decode(&spec); err != nil || spec == nil {
+		diags.Add(LevelError, CodeInvalidValue, field, `must be an object {"default": "allow"|"deny", "rules": [{"name", "effect", "when", "message"}]}`)
+		return nil
+	}
+	problems := policy.Check(*spec)
+	for _, p := range problems {
+		diags.Add(LevelError, CodeInvalidValue, field+"."+p.Field, "%s", p.Message)
+	}
+	if len(problems) > 0 {
+		return nil
+	}
+	return spec
 }
 
 // mapEgress puts a container server behind its egress proxy with the
@@ -362,10 +406,41 @@ func setHeader(s *config.Server, k, v string) {
 	s.Headers[k] = v
 }
 
-// mapCommand runs a package runner in its runtime image, or any command as
-// a subprocess when that is allowed.
+// mapCommand runs a package runner's package from an image built of it
+// (npx, uvx, uv run --with, pipx run, python -m), a host file in its
+// runner's image (node FILE, python FILE), another runner in the runtime
+// image the config gives it, or any command as a subprocess when that is
+// allowed.
 func mapCommand(name string, e Entry, field string, o Options, diags *Diagnostics) *config.Server {
 	cmd := CommandName(e.Command)
+	if packages.IsRunner(cmd) {
+		line, err := packages.ParseLine(cmd, e.Args)
+		if err != nil {
+			diags.Add(LevelError, CodeInvalidValue, field+".args", "%v", err)
+			return nil
+		}
+		for _, w := range line.Warnings {
+			diags.Add(LevelWarning, CodeIgnored, field+".args", "%s", w)
+		}
+		if line.Package == nil {
+			return mapHostFile(name, e, cmd, line, field, o, diags)
+		}
+		if e.AllowScripts {
+			line.Package.AllowScripts = true
+		}
+		s := config.NewServer(name, config.ModeDocker, o.Execution)
+		s.Package = line.Package
+		s.Args = line.Args
+		mergeEnv(s, e.Env, field, diags)
+		envFile(s, e.EnvFile, field+".envFile", o, diags)
+		rt, _ := config.RuntimeFor(o.Runtimes, line.Package.Runner)
+		diags.Add(LevelInfo, CodePackage, field+".command", "%s runs from an image built once on %s (runtimes.%s), pinned to the version it resolves to",
+			packages.Describe(*line.Package), rt.Image, line.Package.Runner)
+		return s
+	}
+	if e.AllowScripts {
+		diags.Add(LevelWarning, CodeIgnored, field+".allow_scripts", "allow_scripts applies to npm and PyPI packages only")
+	}
 	if rt, ok := o.Runtimes[cmd]; ok && rt.Image != "" {
 		s := config.NewServer(name, config.ModeDocker, o.Execution)
 		s.Image = rt.Image
@@ -399,9 +474,66 @@ func mapCommand(name string, e Entry, field string, o Options, diags *Diagnostic
 	return nil
 }
 
+// mapHostFile runs `node FILE` or `python FILE` in the runner's runtime
+// image with FILE's directory (for node, the nearest one above it with a
+// package.json, where its node_modules are) mounted read-only at the same
+// path, when install.allowed_bind_roots holds it.
+func mapHostFile(name string, e Entry, cmd string, line packages.Line, field string, o Options, diags *Diagnostics) *config.Server {
+	if !filepath.IsAbs(line.File) {
+		diags.Add(LevelError, CodeInvalidValue, field+".args", "%s runs a file of the client's machine by a relative path: give the absolute path of a file under install.allowed_bind_roots, or run a package (npx, uvx)", cmd)
+		return nil
+	}
+	rt, _ := config.RuntimeFor(o.Runtimes, cmd)
+	dir := filepath.Dir(filepath.Clean(line.File))
+	var bind hostaccess.Bind
+	if !o.Listing {
+		b, err := o.Access.Bind(dir, dir, true)
+		if err != nil {
+			diags.Add(LevelError, CodeWidensHardening, field+".args", "%s runs a file of this host, which needs its directory mounted: %v", cmd, err)
+			return nil
+		}
+		bind = b
+		if cmd == "node" {
+			bind = nodeProject(dir, b, o.Access)
+		}
+	}
+	s := config.NewServer(name, config.ModeDocker, o.Execution)
+	s.Image = rt.Image
+	s.Args = append([]string{cmd}, line.Args...)
+	if bind.Source != "" {
+		s.Volumes = []string{bind.String()}
+	}
+	s.Env = map[string]string{"HOME": "/tmp"}
+	for k, v := range rt.Env {
+		s.Env[k] = v
+	}
+	mergeEnv(s, e.Env, field, diags)
+	envFile(s, e.EnvFile, field+".envFile", o, diags)
+	return s
+}
+
+// nodeProject is the mount of the nearest directory from dir up (as far
+// as the policy allows) that holds a package.json, else of dir.
+func nodeProject(dir string, b hostaccess.Bind, p hostaccess.Policy) hostaccess.Bind {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "package.json")); err == nil {
+			if nb, err := p.Bind(d, d, true); err == nil {
+				return nb
+			}
+			return b
+		}
+		if d == filepath.Dir(d) {
+			return b
+		}
+		if _, err := p.Bind(filepath.Dir(d), filepath.Dir(d), true); err != nil {
+			return b
+		}
+	}
+}
+
 func mergeEnv(s *config.Server, env map[string]string, field string, diags *Diagnostics) {
 	for k, v := range env {
-		if !envNameRe.MatchString(k) {
+		if !envNameRe().MatchString(k) {
 			diags.Add(LevelError, CodeInvalidValue, field+".env."+k, "invalid environment variable name")
 			continue
 		}
@@ -412,7 +544,7 @@ func mergeEnv(s *config.Server, env map[string]string, field string, diags *Diag
 	}
 }
 
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // envFile reads an env file into s.Env. Its values stay in the file (the
 // gateway re-reads it at each install and restart), never in the store.
@@ -433,7 +565,7 @@ func envFile(s *config.Server, file, field string, o Options, diags *Diagnostics
 			continue
 		}
 		k, v, _ := strings.Cut(line, "=")
-		if !envNameRe.MatchString(k) {
+		if !envNameRe().MatchString(k) {
 			diags.Add(LevelError, CodeInvalidValue, field, "line %d of env file: not NAME=value", i+1)
 			continue
 		}

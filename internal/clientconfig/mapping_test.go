@@ -69,11 +69,20 @@ type mapped struct {
 	args, command, volumes                          []string
 	env, headers                                    map[string]string
 	memory, cpus                                    int64
+	// pkg is the package the spec runs; set, the spec must have no image
+	// and no network of its own.
+	pkg *config.Package
 }
 
 func TestMap(t *testing.T) {
 	t.Parallel()
 	binds, envs := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(binds, "proj", "build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(binds, "proj", "package.json"), []byte(`{"name":"proj"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(envs, "app.env"), []byte("# comment\nFROM_FILE=1\nKEY=file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -161,22 +170,64 @@ func TestMap(t *testing.T) {
 		{name: "url bad scheme", entry: `{"url":"ftp://h"}`, codes: []string{CodeInvalidValue}, field: "mcpServers.x.url"},
 		{name: "http without url", entry: `{"type":"http"}`, codes: []string{CodeMissingField}},
 		{name: "url and command", entry: `{"url":"http://h","command":"npx"}`, codes: []string{CodeInvalidEntry}},
-		{name: "npx runtime", entry: `{"command":"npx","args":["-y","@scope/server"],"env":{"K":"v"}}`,
-			want: &mapped{mode: "docker", image: "node:22", network: "bridge", args: []string{"npx", "-y", "@scope/server"},
-				env: map[string]string{"HOME": "/tmp", "K": "v"}}},
-		{name: "npx subprocess", entry: `{"command":"npx","args":["-y","pkg"]}`, opts: sub,
-			want: &mapped{mode: "subprocess", command: []string{"npx", "-y", "pkg"}}},
-		{name: "uvx no runtime", entry: `{"command":"uvx","args":["pkg"]}`,
+		{name: "npx package", entry: `{"command":"npx","args":["-y","@scope/server","--flag","v"],"env":{"K":"v"}}`,
+			want: &mapped{mode: "docker", args: []string{"--flag", "v"}, env: map[string]string{"K": "v"},
+				pkg: &config.Package{Type: "npm", Name: "@scope/server", Runner: "npx"}},
+			codes: []string{CodePackage}, field: "mcpServers.x.command"},
+		{name: "npx package and command", entry: `{"command":"npx","args":["--yes","--package=@scope/tools@^1.2","tool-a","x"]}`,
+			want:  &mapped{mode: "docker", args: []string{"x"}, pkg: &config.Package{Type: "npm", Name: "@scope/tools", Version: "^1.2", Runner: "npx", Command: "tool-a"}},
+			codes: []string{CodePackage}},
+		{name: "npx allow_scripts", entry: `{"command":"npx","args":["pkg@2.0.0"],"allow_scripts":true}`,
+			want:  &mapped{mode: "docker", pkg: &config.Package{Type: "npm", Name: "pkg", Version: "2.0.0", Runner: "npx", AllowScripts: true}},
+			codes: []string{CodePackage}},
+		{name: "npx package needs no runtimes (zero setup)", entry: `{"command":"npx","args":["pkg"]}`, opts: none,
+			want:  &mapped{mode: "docker", pkg: &config.Package{Type: "npm", Name: "pkg", Runner: "npx"}},
+			codes: []string{CodePackage}},
+		{name: "npx package is a container even with subprocesses allowed", entry: `{"command":"npx","args":["-y","pkg"]}`, opts: sub,
+			want:  &mapped{mode: "docker", pkg: &config.Package{Type: "npm", Name: "pkg", Runner: "npx"}},
+			codes: []string{CodePackage}},
+		{name: "npx git spec", entry: `{"command":"npx","args":["github:me/server"]}`,
+			codes: []string{CodeInvalidValue}, field: "mcpServers.x.args"},
+		{name: "uvx package (zero setup)", entry: `{"command":"uvx","args":["mcp-server-fetch","--ignore-robots-txt"]}`,
+			want: &mapped{mode: "docker", args: []string{"--ignore-robots-txt"},
+				pkg: &config.Package{Type: "pypi", Name: "mcp-server-fetch", Runner: "uvx", Command: "mcp-server-fetch"}},
+			codes: []string{CodePackage}},
+		{name: "uvx --from and --python", entry: `{"command":"uvx","args":["--python","3.12","--from","mcp-x>=1.2,<2","mcp-x-server"]}`,
+			want:  &mapped{mode: "docker", pkg: &config.Package{Type: "pypi", Name: "mcp-x", Version: ">=1.2,<2", Runner: "uvx", Command: "mcp-x-server"}},
+			codes: []string{CodeIgnored, CodePackage}},
+		{name: "uv run --with python -m", entry: `{"command":"uv","args":["run","--with","mcp-server-time==2025.1","python","-m","mcp_server_time","--tz","UTC"]}`,
+			want: &mapped{mode: "docker", args: []string{"--tz", "UTC"},
+				pkg: &config.Package{Type: "pypi", Name: "mcp-server-time", Version: "==2025.1", Runner: "uv", Module: "mcp_server_time"}},
+			codes: []string{CodePackage}},
+		{name: "uv run of a project", entry: `{"command":"uv","args":["--directory","/home/me/srv","run","server.py"]}`,
+			codes: []string{CodeInvalidValue}},
+		{name: "pipx run", entry: `{"command":"pipx","args":["run","--spec","mcp-y==0.3","mcp-y-server"]}`,
+			want:  &mapped{mode: "docker", pkg: &config.Package{Type: "pypi", Name: "mcp-y", Version: "==0.3", Runner: "pipx", Command: "mcp-y-server"}},
+			codes: []string{CodePackage}},
+		{name: "python -m", entry: `{"command":"python3","args":["-m","mcp_server_time.cli","--x"]}`,
+			want:  &mapped{mode: "docker", args: []string{"--x"}, pkg: &config.Package{Type: "pypi", Name: "mcp-server-time", Runner: "python3", Module: "mcp_server_time.cli"}},
+			codes: []string{CodePackage}},
+		{name: "node file under an allowed root", entry: `{"command":"node","args":["BINDS/proj/build/index.js","--stdio"]}`,
+			want: &mapped{mode: "docker", image: "node:22-alpine", args: []string{"node", "BINDS/proj/build/index.js", "--stdio"},
+				volumes: []string{"BINDS/proj:BINDS/proj:ro"}, env: map[string]string{"HOME": "/tmp"}}},
+		{name: "node file elsewhere", entry: `{"command":"node","args":["/home/me/server/index.js"]}`,
+			codes: []string{CodeWidensHardening}, field: "mcpServers.x.args"},
+		{name: "node relative file", entry: `{"command":"node","args":["build/index.js"]}`,
+			codes: []string{CodeInvalidValue}},
+		{name: "other runner with its runtime", entry: `{"command":"bunx","args":["pkg"]}`,
+			opts: Options{Runtimes: map[string]config.Runtime{"bunx": {Image: "oven/bun:1", Network: "bridge"}}},
+			want: &mapped{mode: "docker", image: "oven/bun:1", network: "bridge", args: []string{"bunx", "pkg"}, env: map[string]string{"HOME": "/tmp"}}},
+		{name: "other runner without a runtime", entry: `{"command":"bunx","args":["pkg"]}`,
 			codes: []string{CodeRuntimeUnavailable}, field: "mcpServers.x.command"},
-		{name: "npx no runtime", entry: `{"command":"npx","args":["pkg"]}`, opts: none,
-			codes: []string{CodeRuntimeUnavailable}},
+		{name: "binary subprocess", entry: `{"command":"/opt/server","args":["x"]}`, opts: sub,
+			want: &mapped{mode: "subprocess", command: []string{"/opt/server", "x"}}},
 		{name: "binary no subprocess", entry: `{"command":"/opt/server"}`, codes: []string{CodeRuntimeUnavailable}},
 		{name: "no command no url", entry: `{"args":["x"]}`, codes: []string{CodeMissingField}},
 		{name: "unknown type", entry: `{"type":"websocket","command":"x"}`, codes: []string{CodeUnsupported}},
-		{name: "bad env name", entry: `{"command":"npx","env":{"A-B":"1"}}`, codes: []string{CodeInvalidValue}},
-		{name: "cwd ignored", entry: `{"command":"npx","cwd":"/x"}`,
-			want:  &mapped{mode: "docker", image: "node:22", args: []string{"npx"}, env: map[string]string{"HOME": "/tmp"}, network: "bridge"},
-			codes: []string{CodeIgnored}},
+		{name: "bad env name", entry: `{"command":"npx","args":["pkg"],"env":{"A-B":"1"}}`, codes: []string{CodeInvalidValue, CodePackage}},
+		{name: "cwd ignored", entry: `{"command":"npx","args":["pkg"],"cwd":"/x"}`,
+			want:  &mapped{mode: "docker", pkg: &config.Package{Type: "npm", Name: "pkg", Runner: "npx"}},
+			codes: []string{CodeIgnored, CodePackage}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,9 +265,12 @@ func TestMap(t *testing.T) {
 				t.Fatalf("refused: %+v", diags)
 			}
 			w := *tt.want
-			w.volumes = slices.Clone(w.volumes)
+			w.volumes, w.args = slices.Clone(w.volumes), slices.Clone(w.args)
 			for i, v := range w.volumes {
 				w.volumes[i] = roots.Replace(v)
+			}
+			for i, v := range w.args {
+				w.args[i] = roots.Replace(v)
 			}
 			checkSpec(t, s, &w)
 		})
@@ -234,6 +288,14 @@ func checkSpec(t *testing.T, s *config.Server, w *mapped) {
 		}
 	}
 	eq("mode", s.Mode, w.mode)
+	switch {
+	case w.pkg == nil && s.Package != nil:
+		t.Errorf("package = %+v, want none", *s.Package)
+	case w.pkg != nil && (s.Package == nil || *s.Package != *w.pkg):
+		t.Errorf("package = %+v, want %+v", s.Package, *w.pkg)
+	case w.pkg != nil && (s.Image != "" || s.Network != ""):
+		t.Errorf("a package server has image %q network %q of its own", s.Image, s.Network)
+	}
 	eq("image", s.Image, w.image)
 	eq("endpoint", s.Endpoint, w.endpoint)
 	eq("transport", s.Transport, w.transport)
@@ -314,6 +376,66 @@ func TestDecodeEntry(t *testing.T) {
 		}
 		if !slices.Equal(codes, tt.codes) {
 			t.Errorf("%s: codes %v, want %v", tt.in, codes, tt.codes)
+		}
+	}
+}
+
+// TestMapPolicy: an entry's policy (hangar's own field) is compiled at
+// install: a rule that does not compile is an error at its path; a good
+// one becomes the server's own policy.
+func TestMapPolicy(t *testing.T) {
+	t.Parallel()
+	e, diags := DecodeEntry("mcpServers.x", json.RawMessage(`{"url":"https://mcp.example.com/mcp",
+		"policy":{"default":"deny","rules":[{"name":"readers","effect":"allow","when":"tool.annotations.?readOnlyHint.orValue(false)"}]}}`))
+	if diags.HasError() {
+		t.Fatalf("decode: %+v", diags)
+	}
+	s, d := Map("x", e, "mcpServers.x", Options{})
+	if d.HasError() || s == nil || s.Policy == nil || s.Policy.Default != "deny" || len(s.Policy.Rules) != 1 || s.Policy.Rules[0].Name != "readers" {
+		t.Fatalf("policy %+v %+v", s, d)
+	}
+	for _, tc := range []struct{ in, field, msg string }{
+		{`{"command":"x","policy":{"rules":[{"name":"r","effect":"deny","when":"tool.nmae == 1"}]}}`, "mcpServers.x.policy.rules[0].when", "undefined field 'nmae'"},
+		{`{"command":"x","policy":{"rules":[{"name":"r","effect":"deny","when":"true","if":"x"}]}}`, "mcpServers.x.policy", "must be an object"},
+		{`{"command":"x","policy":{"default":"maybe"}}`, "mcpServers.x.policy.default", `must be allow or deny (got "maybe")`},
+		{`{"command":"x","policy":"deny"}`, "mcpServers.x.policy", "must be an object"},
+	} {
+		_, d := DecodeEntry("mcpServers.x", json.RawMessage(tc.in))
+		found := false
+		for _, x := range d {
+			found = found || x.Level == LevelError && x.FieldPath == tc.field && strings.Contains(x.Message, tc.msg)
+		}
+		if !found {
+			t.Errorf("%s: %+v, want %s: …%s…", tc.in, d, tc.field, tc.msg)
+		}
+	}
+}
+
+// The install sample of docs/policy.md decodes as it is shown.
+func TestPolicyDocInstallSample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "policy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```json\n{\"mcpServers\"")
+	if !ok {
+		t.Fatal("docs/policy.md has no mcpServers sample")
+	}
+	sample, _, _ := strings.Cut(`{"mcpServers"`+rest, "```")
+	var file struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(sample), &file); err != nil || len(file.MCPServers) != 1 {
+		t.Fatalf("the sample: %v", err)
+	}
+	for name, raw := range file.MCPServers {
+		e, d := DecodeEntry("mcpServers."+name, raw)
+		if d.HasError() || e.Policy == nil || len(e.Policy.Rules) != 1 {
+			t.Errorf("%s: %+v %+v", name, e.Policy, d)
+		}
+		if s, d := Map(name, e, "mcpServers."+name, Options{}); s == nil || s.Policy == nil || d.HasError() {
+			t.Errorf("%s maps to %+v %+v", name, s, d)
 		}
 	}
 }

@@ -8,12 +8,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
 // Scopes a token may hold (seed 004, issue 10). internal/auth has the same
 // names as constants; config only needs to reject typos.
 var knownScopes = []string{"hangar:read", "hangar:call", "hangar:admin"}
+
+// DefaultGroupsClaim is the JWT claim read as the caller's groups.
+const DefaultGroupsClaim = "groups"
 
 // MinTokenLength is the shortest plain token (token, token_file) accepted:
 // anything shorter is guessable.
@@ -29,6 +33,9 @@ type Token struct {
 	Servers   []string  // fnmatch patterns of the reachable providers; empty: all
 	ExpiresAt time.Time // zero: never
 	RateLimit *RateLimit
+	// Groups are the caller's groups as policy rules see them
+	// (identity.groups), as a JWT's groups claim gives them.
+	Groups []string
 }
 
 // OIDC configures hangar as an OAuth 2.1 resource server.
@@ -36,6 +43,10 @@ type OIDC struct {
 	Issuer   string
 	Audience string // the gateway's resource URL (RFC 8707)
 	JWKSURL  string
+	// GroupsClaim names the claim that holds the caller's groups (a list
+	// of strings, or one string of them separated by spaces or commas),
+	// for policy rules (identity.groups); default "groups".
+	GroupsClaim string
 }
 
 // GenerateToken makes the gateway create a token into File on first start
@@ -48,26 +59,30 @@ type GenerateToken struct {
 }
 
 var (
-	tokenNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
-	headerRe    = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	tokenNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`) })
+	headerRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") })
 )
 
 func (d *decoder) auth(s *section, a *Auth) {
-	s.boolean("enabled", &a.Enabled)
-	d.rateLimit(s.sub("rate_limit"), &a.RateLimit)
+	s.boolean("enabled", &a.Enabled,
+		"false turns the rate limit off (authentication is decided by tokens, oidc and allow_anonymous).")
+	d.rateLimit(s.sub("rate_limit", "The rate limit of each caller (per token, identity or client address)."), &a.RateLimit)
 
-	if s.str("api_key_header", &a.APIKeyHeader) {
+	if s.str("api_key_header", &a.APIKeyHeader,
+		"A header that carries a token as well as Authorization: Bearer; not Authorization.",
+		match(headerRe)) {
 		switch {
-		case !headerRe.MatchString(a.APIKeyHeader):
+		case !headerRe().MatchString(a.APIKeyHeader):
 			d.add(s.at("api_key_header"), "must be an HTTP header name (got %q)", a.APIKeyHeader)
 		case strings.EqualFold(a.APIKeyHeader, "Authorization"):
 			d.add(s.at("api_key_header"), "must not be Authorization (bearer tokens are read from it anyway)")
 		}
 		a.APIKeyHeader = http.CanonicalHeaderKey(a.APIKeyHeader)
 	}
-	s.boolean("allow_anonymous", &a.AllowAnonymous)
+	s.boolean("allow_anonymous", &a.AllowAnonymous,
+		"Serve callers that send no credentials, rate-limited per address: with every scope when no tokens or oidc are configured, else with hangar:read only.")
 
-	items, _ := s.list("tokens")
+	items, _ := s.list("tokens", "Static bearer tokens; make one with hangar token new.")
 	names := map[string]bool{}
 	for i, item := range items {
 		p := index(s.at("tokens"), i)
@@ -75,7 +90,7 @@ func (d *decoder) auth(s *section, a *Auth) {
 			d.add(p, "must be a mapping (got %s)", got(item))
 			continue
 		}
-		t, ok := d.token(d.section(p, item), a.RateLimit)
+		t, ok := d.token(s.item("tokens", p, item), a.RateLimit)
 		if !ok {
 			continue
 		}
@@ -88,12 +103,16 @@ func (d *decoder) auth(s *section, a *Auth) {
 	}
 
 	if s.has("oidc") {
-		o := s.sub("oidc")
+		o := s.sub("oidc", "Accept JWTs of an OAuth 2.1 authorization server as bearer tokens: hangar is its resource server.")
 		for _, f := range []struct {
-			key string
-			dst *string
-		}{{"issuer", &a.OIDC.Issuer}, {"audience", &a.OIDC.Audience}, {"jwks_url", &a.OIDC.JWKSURL}} {
-			if !o.str(f.key, f.dst) || *f.dst == "" {
+			key, doc string
+			dst      *string
+		}{
+			{"issuer", "The authorization server's issuer URL; a JWT's iss must equal it.", &a.OIDC.Issuer},
+			{"audience", "The gateway's resource URL (RFC 8707); a JWT's aud must hold it.", &a.OIDC.Audience},
+			{"jwks_url", "Where the issuer's signing keys are fetched.", &a.OIDC.JWKSURL},
+		} {
+			if !o.str(f.key, f.dst, f.doc, format("uri")) || *f.dst == "" {
 				d.add(o.at(f.key), "required")
 				continue
 			}
@@ -101,19 +120,25 @@ func (d *decoder) auth(s *section, a *Auth) {
 				d.add(o.at(f.key), "must be an http(s) URL (got %q)", *f.dst)
 			}
 		}
+		a.OIDC.GroupsClaim = DefaultGroupsClaim
+		if o.str("groups_claim", &a.OIDC.GroupsClaim,
+			"The claim holding the caller's groups (a list, or one string of them) for policy rules (identity.groups).") && a.OIDC.GroupsClaim == "" {
+			d.add(o.at("groups_claim"), "must not be empty (default %q)", DefaultGroupsClaim)
+		}
 		o.finish()
 	}
 
 	if s.has("generate_token") {
-		g := s.sub("generate_token")
+		g := s.sub("generate_token", "Create a token into a file on first start (and accept the file's token afterwards), so a compose stack is authenticated with no setup: agents mount the same volume.")
 		a.GenerateToken = GenerateToken{Name: "generated", Scopes: []string{"hangar:read", "hangar:call"}}
-		if !g.str("file", &a.GenerateToken.File) || a.GenerateToken.File == "" {
+		if !g.str("file", &a.GenerateToken.File, "The file the token is written to and read from.") || a.GenerateToken.File == "" {
 			d.add(g.at("file"), "required")
 		}
-		if g.str("name", &a.GenerateToken.Name) && !tokenNameRe.MatchString(a.GenerateToken.Name) {
+		if g.str("name", &a.GenerateToken.Name, "The token's name in logs and audit.",
+			match(tokenNameRe)) && !tokenNameRe().MatchString(a.GenerateToken.Name) {
 			d.add(g.at("name"), "must be 1-64 letters, digits, or . _ @ - (got %q)", a.GenerateToken.Name)
 		}
-		if g.strList("scopes", &a.GenerateToken.Scopes) {
+		if g.strList("scopes", &a.GenerateToken.Scopes, "The token's scopes.", oneOf(knownScopes...)) {
 			d.scopes(g.at("scopes"), a.GenerateToken.Scopes)
 		}
 		if names[a.GenerateToken.Name] {
@@ -125,8 +150,8 @@ func (d *decoder) auth(s *section, a *Auth) {
 }
 
 func (d *decoder) rateLimit(s *section, rl *RateLimit) {
-	s.floatIn("rps", &rl.RPS, 0.01, 1e6)
-	s.intIn("burst", &rl.Burst, 1, 1e6)
+	s.floatIn("rps", &rl.RPS, 0.01, 1e6, "Requests per second allowed on average.")
+	s.intIn("burst", &rl.Burst, 1, 1e6, "Requests allowed at once above the average.")
 	s.finish()
 }
 
@@ -143,27 +168,37 @@ func (d *decoder) scopes(path string, scopes []string) {
 func (d *decoder) token(s *section, base RateLimit) (Token, bool) {
 	var t Token
 	before := len(d.problems)
-	if !s.str("name", &t.Name) || t.Name == "" {
+	if !s.str("name", &t.Name, "The token's name, shown in logs and audit (never the token).", match(tokenNameRe)) || t.Name == "" {
 		d.add(s.at("name"), "required")
-	} else if !tokenNameRe.MatchString(t.Name) {
+	} else if !tokenNameRe().MatchString(t.Name) {
 		d.add(s.at("name"), "must be 1-64 letters, digits, or . _ @ - (got %q)", t.Name)
 	}
 
-	var given []string
-	for _, k := range []string{"token_sha256", "token_file", "token"} {
-		if s.has(k) {
+	type secretKey struct{ key, doc string }
+	var given []secretKey
+	secretKeys := [...]secretKey{
+		{"token_sha256", "The SHA-256 of the token, in hex (what hangar token new prints). One of token_sha256, token_file and token."},
+		{"token_file", "A file holding the token (at least 16 characters); only its hash is kept."},
+		{"token", "The token itself (at least 16 characters; ${VAR} expands); only its hash is kept."},
+	}
+	for _, k := range secretKeys {
+		s.def(k.key, k.doc, "string")
+		if s.has(k.key) {
 			given = append(given, k)
 		}
 	}
+	if k := s.node(); k != nil {
+		k.prop("token_sha256").Pattern = "^\\s*[0-9a-fA-F]{64}\\s*$"
+	}
 	if len(given) != 1 {
 		for _, k := range given {
-			s.take(k)
+			s.take(k.key)
 		}
 		d.add(s.path, "needs exactly one of token_sha256, token_file, token (got %d)", len(given))
 	} else {
 		var v string
-		key := given[0]
-		if s.str(key, &v) {
+		key := given[0].key
+		if s.str(key, &v, given[0].doc) {
 			switch key {
 			case "token_sha256":
 				b, err := hex.DecodeString(strings.TrimSpace(v))
@@ -198,12 +233,23 @@ func (d *decoder) token(s *section, base RateLimit) (Token, bool) {
 		}
 	}
 
-	if !s.strList("scopes", &t.Scopes) || len(t.Scopes) == 0 {
+	if !s.strList("scopes", &t.Scopes, "What the token may do: hangar:read, hangar:call, hangar:admin (required, at least one).",
+		oneOf(knownScopes...)) || len(t.Scopes) == 0 {
 		d.add(s.at("scopes"), "required: at least one of %s", strings.Join(knownScopes, ", "))
 	} else {
 		d.scopes(s.at("scopes"), t.Scopes)
 	}
-	s.strList("servers", &t.Servers)
+	s.strList("servers", &t.Servers, "fnmatch patterns of the servers the token reaches; none: every server.")
+	if s.strList("groups", &t.Groups, "The caller's groups as policy rules see them (identity.groups).") {
+		for i, g := range t.Groups {
+			if g == "" {
+				d.add(index(s.at("groups"), i), "must not be empty")
+			}
+		}
+	}
+	if k := s.def("expires_at", "When the token stops working: an RFC 3339 time such as 2027-01-01T00:00:00Z; none: never.", "string"); k != nil {
+		k.Format = "date-time"
+	}
 	if v, ok := s.take("expires_at"); ok {
 		switch x := v.(type) {
 		case time.Time:
@@ -220,7 +266,7 @@ func (d *decoder) token(s *section, base RateLimit) (Token, bool) {
 	}
 	if s.has("rate_limit") {
 		rl := base // a token's override inherits what it does not set
-		d.rateLimit(s.sub("rate_limit"), &rl)
+		d.rateLimit(s.sub("rate_limit", "The token's own rate limit; what it leaves out is auth.rate_limit's."), &rl)
 		t.RateLimit = &rl
 	}
 	s.finish()

@@ -52,6 +52,7 @@ func defaults() *Config {
 			Timeout:            10 * time.Second,
 			MaxHotLoaded:       20,
 			IdleTTL:            300 * time.Second,
+			PackageTypes:       []string{PackageOCI, PackageNPM, PackagePyPI},
 		},
 		// DataDir "" is resolved at start-up (ResolveDataDir), since the
 		// default depends on the instance name.

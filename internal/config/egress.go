@@ -39,16 +39,14 @@ func (d *decoder) serverEgress(s *section, srv *Server) {
 		s.take("egress")
 		return
 	}
-	e := s.sub("egress")
+	e := s.sub("egress", "Put the server's containers on an internal network whose only way out is an egress proxy that lets through only allow (docs/security.md). Not with network, nor with transport http or sse.")
 	srv.Egress = &Egress{}
-	if !e.has("allow") {
-		e.take("allow")
+	present := e.has("allow")
+	var raw []string
+	if e.strList("allow", &raw, "The hosts the server may reach: host[:port], *.domain[:port] or an IP address or range; [] allows nothing.") {
+		srv.Egress.Allow = d.egressRules(e.at("allow"), raw)
+	} else if !present {
 		d.add(e.at("allow"), "required (a list of host[:port] entries; [] allows nothing)")
-	} else {
-		var raw []string
-		if e.strList("allow", &raw) {
-			srv.Egress.Allow = d.egressRules(e.at("allow"), raw)
-		}
 	}
 	e.finish()
 	if srv.Network != "" {
@@ -86,16 +84,19 @@ func (d *decoder) egressRules(path string, raw []string) []string {
 
 // egressProxy decodes egress_proxy: {image, network}.
 func (d *decoder) egressProxy(s *section, p *EgressProxy) {
-	if s.str("image", &p.Image) && strings.TrimSpace(p.Image) == "" {
+	if s.str("image", &p.Image,
+		"The image holding the hangar binary that proxies run; default: the gateway's own image when it runs in a container, else "+DefaultEgressProxyImage+".") && strings.TrimSpace(p.Image) == "" {
 		d.add(s.at("image"), "must not be empty (leave it out for the default)")
 	}
-	if s.str("network", &p.Network) {
+	if s.str("network", &p.Network,
+		"The network proxies reach out from: bridge (the default) or a network's name, such as a compose network whose services a server may reach.",
+		match(networkRe)) {
 		switch {
 		case strings.EqualFold(p.Network, "host"):
 			d.add(s.at("network"), "host networking is not allowed: it bypasses container isolation")
 		case strings.EqualFold(p.Network, "none"), p.Network == "":
 			d.add(s.at("network"), "must be bridge or a network name: a proxy with no network reaches nothing")
-		case !networkRe.MatchString(p.Network):
+		case !networkRe().MatchString(p.Network):
 			d.add(s.at("network"), "must be bridge or a network name (got %q)", p.Network)
 		}
 	}

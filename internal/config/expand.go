@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // expand replaces ${VAR} and ${VAR:-default} from lookup. As in the shell,
 // the default also applies when VAR is set but empty. A lone "$" is left
@@ -28,7 +29,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 		s = s[i+end+1:]
 
 		name, def, hasDef := strings.Cut(expr, ":-")
-		if !envNameRe.MatchString(name) {
+		if !envNameRe().MatchString(name) {
 			return "", fmt.Errorf("invalid environment variable reference ${%s}", expr)
 		}
 		val, ok := lookup(name)

@@ -64,9 +64,11 @@ func (s *Server) VerifyPolicy(global Images) *Verify {
 
 // images decodes the images section.
 func (d *decoder) images(s *section, im *Images) {
-	s.enum("pull", &im.Pull, PullIfNotPresent, PullAlways, PullNever)
-	var globs []string
-	if s.strList("allowed_registries", &globs) {
+	s.enum("pull", &im.Pull, "The pull policy of docker servers that set none: if_not_present, always (before every start) or never.",
+		PullIfNotPresent, PullAlways, PullNever)
+	globs := im.AllowedRegistries
+	if s.strList("allowed_registries", &globs,
+		`Globs over the registry host of an image ("docker.io", "ghcr.io", "*.example.com", "127.0.0.1:*"); an image from anywhere else is refused before any pull.`) {
 		im.AllowedRegistries = nil
 		for i, g := range globs {
 			g = strings.TrimSpace(g)
@@ -81,14 +83,14 @@ func (d *decoder) images(s *section, im *Images) {
 		}
 	}
 	if s.has("verify") {
-		im.Verify = d.verify(s.sub("verify"))
+		im.Verify = d.verify(s.sub("verify", "Require a valid cosign signature of every docker server's image before it first starts."))
 	}
 	s.finish()
 }
 
 func (d *decoder) verify(s *section) *Verify {
 	v := &Verify{}
-	if !s.str("public_key", &v.PublicKey) || strings.TrimSpace(v.PublicKey) == "" {
+	if !s.str("public_key", &v.PublicKey, "A PEM file holding the cosign public key.") || strings.TrimSpace(v.PublicKey) == "" {
 		d.add(s.at("public_key"), "required: a PEM file holding the cosign public key")
 	}
 	s.finish()
@@ -97,10 +99,10 @@ func (d *decoder) verify(s *section) *Verify {
 
 func (d *decoder) registryAuth(s *section) *RegistryAuth {
 	a := &RegistryAuth{}
-	if !s.str("username", &a.Username) || a.Username == "" {
+	if !s.str("username", &a.Username, "The registry user.") || a.Username == "" {
 		d.add(s.at("username"), "required")
 	}
-	if !s.str("password_file", &a.PasswordFile) || a.PasswordFile == "" {
+	if !s.str("password_file", &a.PasswordFile, "A file holding the password or token, read at pull time; secrets are never written in the config.") || a.PasswordFile == "" {
 		d.add(s.at("password_file"), "required: a file holding the password or token (never the secret itself)")
 	}
 	for _, k := range []string{"password", "auth", "token"} {
@@ -115,17 +117,27 @@ func (d *decoder) registryAuth(s *section) *RegistryAuth {
 // serverImage decodes a docker server's image keys: pull, registry_auth,
 // pin_digest, verify.
 func (d *decoder) serverImage(s *section, srv *Server) {
+	if srv.Package != nil {
+		for _, k := range []string{"pull", "registry_auth", "pin_digest", "verify"} {
+			if s.has(k) {
+				s.reject(k, "not allowed with package: the gateway builds the server's image itself (its runtime image follows images.pull)")
+			}
+		}
+		return
+	}
 	if srv.Image != "" {
 		if _, err := reference.ParseNormalizedNamed(srv.Image); err != nil {
 			d.add(s.at("image"), "not a valid image reference %q: %v", srv.Image, err)
 		}
 	}
-	s.enum("pull", &srv.Pull, PullIfNotPresent, PullAlways, PullNever)
+	s.enum("pull", &srv.Pull, "The pull policy; default images.pull.",
+		PullIfNotPresent, PullAlways, PullNever)
 	if s.has("registry_auth") {
-		srv.RegistryAuth = d.registryAuth(s.sub("registry_auth"))
+		srv.RegistryAuth = d.registryAuth(s.sub("registry_auth", "Credentials for the image's registry, instead of the Docker client config's."))
 	}
-	s.boolean("pin_digest", &srv.PinDigest)
+	s.boolean("pin_digest", &srv.PinDigest,
+		"Quarantine the server (image_changed) when its image reference starts resolving to another digest.")
 	if s.has("verify") {
-		srv.Verify = d.verify(s.sub("verify"))
+		srv.Verify = d.verify(s.sub("verify", "The server's signature check, instead of images.verify."))
 	}
 }

@@ -21,15 +21,39 @@ const (
 	parseLabel = "config"
 )
 
-// CommandEnv are HANGAR_ variables that set command-line options of
-// `hangar serve` and `hangar call`, not config keys; overrides skip them.
-var CommandEnv = map[string]bool{
-	"HANGAR_LISTEN": true, "HANGAR_INSTANCE": true, "HANGAR_ALLOWED_ORIGINS": true, "HANGAR_URL": true,
-	"HANGAR_TOKEN": true, "HANGAR_TOKEN_FILE": true,
-	"HANGAR_REPLICA": true, "HANGAR_ADVERTISE_URL": true,
-	// store.url, read by the store section (HANGAR_STORE__URL works too)
-	StoreURLEnv: true,
+// NotKeys are the HANGAR_ variables that are not config keys, each with
+// the one place that reads it; overrides skip them. A variable that is
+// neither a config key nor listed here is refused as an unknown key, so a
+// misspelt override is caught rather than ignored. The owner column is for
+// readers (and the docs' test that every documented variable works).
+var NotKeys = map[string]string{
+	"HANGAR_LISTEN":          "hangar serve --listen",
+	"HANGAR_INSTANCE":        "hangar serve --instance",
+	"HANGAR_ALLOWED_ORIGINS": "hangar serve --allow-origin",
+	"HANGAR_REPLICA":         "hangar serve --replica",
+	"HANGAR_ADVERTISE_URL":   "hangar serve --advertise-url",
+	"HANGAR_URL":             "hangar call --url",
+	"HANGAR_TOKEN":           "hangar call --token",
+	"HANGAR_TOKEN_FILE":      "hangar call --token-file",
+	// The keystore's key (base64 of 32 bytes): package store reads it, and
+	// it must never become a config value that `config check` could print.
+	KeystoreKeyEnv: "store: the keystore key",
+	// store.url, read by the store section (HANGAR_STORE__URL works too).
+	StoreURLEnv: "store.url",
 }
+
+// KeystoreKeyEnv holds the keystore key; package store reads it (its
+// store.KeystoreKeyEnv is this name).
+const KeystoreKeyEnv = "HANGAR_KEYSTORE_KEY"
+
+// CommandEnv is NotKeys as a set: the HANGAR_ variables overrides skip.
+var CommandEnv = func() map[string]bool {
+	m := make(map[string]bool, len(NotKeys))
+	for k := range NotKeys {
+		m[k] = true
+	}
+	return m
+}()
 
 // SecretEnvPrefix starts variables that hold secrets for hot-loaded servers
 // (HANGAR_SECRET_GITHUB_TOKEN satisfies a server's GITHUB_TOKEN); they are

@@ -231,6 +231,7 @@ data_dir: /var/lib/hangar
 			URL: "http://registry.local:8080", CatalogFile: "/etc/hangar/catalog.json",
 			VerifiedNamespaces: []string{"io.github.acme/", "io.github.other/", "io.github.x/one"},
 			Timeout:            2500 * time.Millisecond, MaxHotLoaded: 3, IdleTTL: time.Minute,
+			PackageTypes: []string{PackageOCI, PackageNPM, PackagePyPI},
 		},
 		Images: Images{Pull: PullAlways, AllowedRegistries: []string{"127.0.0.1:*", "docker.io"},
 			Verify: &Verify{PublicKey: "/etc/hangar/cosign.pub"}},

@@ -42,7 +42,8 @@ func TestManageKeys(t *testing.T) {
 		want []string
 	}{
 		{"workspace: ''\n", []string{"workspace: must not be empty"}},
-		{"runtimes: {npx: {}}\n", []string{"runtimes.npx.image: required"}},
+		{"runtimes: {bunx: {}}\n", []string{"runtimes.bunx.image: required: bunx has no default runtime image"}},
+		{"runtimes: {npx: {image: ''}}\n", []string{"runtimes.npx.image: must not be empty"}},
 		{"runtimes: {npx: {image: n, network: host}}\n", []string{"runtimes.npx.network: host networking is not allowed: it bypasses container isolation"}},
 		{"runtimes: {npx: {image: n, cmd: x}}\n", []string{"runtimes.npx.cmd: unknown key"}},
 		{"install: {allow_subprocesses: true}\n", []string{"install.allow_subprocesses: unknown key"}},

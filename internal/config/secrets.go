@@ -70,7 +70,8 @@ func unwrapPath(err error) error {
 // by the gateway, so they need not exist inside the provider's container.
 func (d *decoder) envFiles(s *section, srv *Server) {
 	var files []string
-	if !s.strList("env_files", &files) {
+	if !s.strList("env_files", &files,
+		"KEY=VALUE files (as docker --env-file reads them) read by the gateway into the server's environment; env wins.") {
 		return
 	}
 	for i, path := range files {
@@ -112,7 +113,7 @@ func parseEnvFile(b []byte) (map[string]string, error) {
 		line = strings.TrimPrefix(line, "export ")
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
-		if !ok || !envNameRe.MatchString(k) {
+		if !ok || !envNameRe().MatchString(k) {
 			return nil, fmt.Errorf("line %d: want KEY=VALUE", n)
 		}
 		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {

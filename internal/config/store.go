@@ -23,8 +23,11 @@ type Store struct {
 func (s Store) Shared() bool { return s.URL != "" }
 
 func (d *decoder) store(s *section, st *Store) {
-	s.str("url", &st.URL)
-	s.str("password_file", &st.PasswordFile)
+	s.str("url", &st.URL,
+		"postgres://user@host:5432/db?sslmode=…, never with the password; $HANGAR_STORE_URL wins. Unset: SQLite in data_dir.",
+		format("uri"))
+	s.str("password_file", &st.PasswordFile,
+		"A file holding the database password (a Docker or Swarm secret).")
 	s.finish()
 	from := ""
 	if v, ok := d.lookup(StoreURLEnv); ok && v != "" {

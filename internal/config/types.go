@@ -9,6 +9,8 @@ package config
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/mcp-hangar/hangar/internal/policy"
 )
 
 // Server modes.
@@ -84,6 +86,9 @@ type Config struct {
 	EgressProxy EgressProxy
 	// Telemetry exports OpenTelemetry traces and metrics; off by default.
 	Telemetry Telemetry
+	// Policy is the gateway's policy over calls (policy:): rules in CEL,
+	// compiled by package policy. Its zero value allows every call.
+	Policy policy.Spec
 }
 
 // Server is one configured MCP server (provider) or group.
@@ -118,6 +123,18 @@ type Server struct {
 	// Egress, when set, puts the server's containers behind an egress
 	// proxy that allows only its list; see Egress.
 	Egress *Egress
+	// UpstreamAuth is how the gateway gets the token it presents upstream
+	// (upstream_auth); nil: none.
+	UpstreamAuth *UpstreamAuth
+	// EnvFromUpstreamAuth names the container environment variable that
+	// receives the caller's upstream token (env_from_upstream_auth); set,
+	// the server runs one container per identity.
+	EnvFromUpstreamAuth string
+	// Package, when set, is an npm or PyPI package the server runs: the
+	// gateway builds an image of it once, from the runtime image of its
+	// runner, and runs that (package internal/packages); Image is then
+	// empty.
+	Package *Package
 
 	// subprocess
 	Command []string
@@ -177,6 +194,13 @@ type Server struct {
 	// Origin says where the server came from: "" (config file), "docker"
 	// or "filesystem" (discovery), OriginRegistry (hangar_load).
 	Origin string
+	// Policy is the server's own policy (policy:, or an install entry's);
+	// nil: only the gateway's applies. Package policy says how the two
+	// combine.
+	Policy *policy.Spec
+	// Labels are the labels of a discovered server's container or
+	// service (the policy's server.labels); never read from a file.
+	Labels map[string]string
 }
 
 // Resources are container limits.
@@ -331,6 +355,10 @@ type Registry struct {
 	Timeout            time.Duration // timeout_s: per registry request, default 10s
 	MaxHotLoaded       int           // default 20
 	IdleTTL            time.Duration // idle_ttl_s: of hot-loaded servers, default 300s
+	// PackageTypes are the package types hot-loading runs, in order of
+	// preference when an entry publishes several (default oci, npm,
+	// pypi); a type not listed is never run.
+	PackageTypes []string
 }
 
 // Enabled reports whether hot-loading has anywhere to look.

@@ -2,10 +2,13 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode"
 )
 
 // minMemoryBytes is the schema's floor, inherited from the Python hangar
@@ -22,9 +25,25 @@ var sizeUnits = map[string]int64{
 	"g": 1 << 30, "gb": 1 << 30, "gi": 1 << 30,
 }
 
-var sizeRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)$`)
-
+var sizeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)$`) })
 var errSize = errors.New("not a size")
+
+// sizePattern is sizeRe with sizeUnits for the schema, which has no
+// case-insensitive flag: "512m", "1.5 GiB"'s units in either case.
+func sizePattern() string {
+	units := make([]string, 0, len(sizeUnits))
+	for _, u := range sortedKeys(sizeUnits) {
+		if u == "" {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range u {
+			fmt.Fprintf(&b, "[%c%c]", c, unicode.ToUpper(c))
+		}
+		units = append(units, b.String())
+	}
+	return `^\s*[0-9]+(\.[0-9]+)?\s*(` + strings.Join(units, "|") + `)?\s*$`
+}
 
 // parseSize reads a memory size: a plain number of bytes or a number with a
 // unit (b, k, m, g; also kb/mb/gb and ki/mi/gi), case-insensitive.
@@ -37,7 +56,7 @@ func parseSize(v any) (int64, error) {
 		}
 		return int64(f), nil
 	case string:
-		m := sizeRe.FindStringSubmatch(strings.ToLower(strings.TrimSpace(n)))
+		m := sizeRe().FindStringSubmatch(strings.ToLower(strings.TrimSpace(n)))
 		if m == nil {
 			return 0, errSize
 		}
@@ -67,7 +86,11 @@ func parseCPUs(v any) (float64, int64, bool) {
 	return f, int64(math.Round(f * 1e9)), true
 }
 
-func (s *section) size(key string, dst *int64, lo int64, loText string) {
+func (s *section) size(key string, dst *int64, lo int64, loText string, doc string) {
+	if k := s.def(key, doc, "integer", "string"); k != nil {
+		k.Min, k.Unit, k.Pattern = bound(float64(lo)), unitBytes, sizePattern()
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return
@@ -84,7 +107,11 @@ func (s *section) size(key string, dst *int64, lo int64, loText string) {
 	*dst = n
 }
 
-func (s *section) cpus(key string, dst *int64, lo, hi float64) {
+func (s *section) cpus(key string, dst *int64, lo, hi float64, doc string) {
+	if k := s.def(key, doc, "number", "string"); k != nil {
+		k.Min, k.Max, k.Unit, k.Pattern = bound(lo), bound(hi), unitCPUs, `^\s*[0-9]+(\.[0-9]+)?\s*$`
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return

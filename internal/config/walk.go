@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,10 +19,15 @@ import (
 type decoder struct {
 	problems []Problem
 	lookup   func(string) (string, bool) // for ${VAR} expansion
+	tr       *tracer                     // nil but in Keys
 }
 
 func (d *decoder) add(path, format string, args ...any) {
-	d.problems = append(d.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	p := Problem{Path: path, Message: fmt.Sprintf(format, args...)}
+	d.problems = append(d.problems, p)
+	if d.tr != nil {
+		d.tr.problem(p.Path, p.Message)
+	}
 }
 
 // section is one YAML mapping being decoded. Keys are removed as they are
@@ -30,6 +36,7 @@ type section struct {
 	d    *decoder
 	path string
 	m    map[string]any
+	t    *sectionTrace // nil but while Keys traces the walk
 }
 
 // section returns the mapping at path; a missing (nil) value is an empty
@@ -95,6 +102,9 @@ func (s *section) reject(key, format string, args ...any) {
 }
 
 func (s *section) finish() {
+	if k := s.node(); k != nil {
+		k.Closed = true
+	}
 	for _, k := range sortedKeys(s.m) {
 		s.d.add(s.at(k), "unknown key")
 	}
@@ -109,14 +119,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (s *section) sub(key string) *section {
+// sub is the mapping at key.
+func (s *section) sub(key, doc string) *section {
 	v, _ := s.take(key)
-	return s.d.section(s.at(key), v)
+	return s.child(s.d.section(s.at(key), v), key, s.def(key, doc, "object"))
 }
 
 // list returns the elements of a YAML sequence at key; ok is false when
-// the key is absent or not a list (which is reported).
-func (s *section) list(key string) (items []any, ok bool) {
+// the key is absent or not a list (which is reported). An element that
+// is a mapping is read from s.item.
+func (s *section) list(key, doc string) (items []any, ok bool) {
+	s.def(key, doc, "array")
 	v, present := s.take(key)
 	if !present {
 		return nil, false
@@ -128,7 +141,11 @@ func (s *section) list(key string) (items []any, ok bool) {
 	return l, isList
 }
 
-func (s *section) intIn(key string, dst *int, lo, hi int) bool {
+func (s *section) intIn(key string, dst *int, lo, hi int, doc string) bool {
+	if k := s.def(key, doc, "integer"); k != nil {
+		k.Min, k.Max = bound(lo), bound(hi)
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return false
@@ -146,7 +163,11 @@ func (s *section) intIn(key string, dst *int, lo, hi int) bool {
 	return true
 }
 
-func (s *section) floatIn(key string, dst *float64, lo, hi float64) bool {
+func (s *section) floatIn(key string, dst *float64, lo, hi float64, doc string) bool {
+	if k := s.def(key, doc, "number"); k != nil {
+		k.Min, k.Max = bound(lo), bound(hi)
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return false
@@ -165,7 +186,11 @@ func (s *section) floatIn(key string, dst *float64, lo, hi float64) bool {
 }
 
 // seconds reads a number of seconds, the unit the Python config uses.
-func (s *section) seconds(key string, dst *time.Duration, lo, hi float64) {
+func (s *section) seconds(key string, dst *time.Duration, lo, hi float64, doc string) {
+	if k := s.def(key, doc, "number"); k != nil {
+		k.Min, k.Max, k.Unit = bound(lo), bound(hi), unitSeconds
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return
@@ -182,7 +207,8 @@ func (s *section) seconds(key string, dst *time.Duration, lo, hi float64) {
 	*dst = time.Duration(math.Round(f * float64(time.Second)))
 }
 
-func (s *section) boolean(key string, dst *bool) {
+func (s *section) boolean(key string, dst *bool, doc string) {
+	s.setDefault(s.def(key, doc, "boolean"), key, *dst)
 	v, ok := s.take(key)
 	if !ok {
 		return
@@ -195,7 +221,15 @@ func (s *section) boolean(key string, dst *bool) {
 	*dst = b
 }
 
-func (s *section) str(key string, dst *string) bool {
+// str reads a string; YAML's numbers and booleans are taken as written
+// (user: 1000). opts are what the caller checks of it.
+func (s *section) str(key string, dst *string, doc string, opts ...opt) bool {
+	if k := s.def(key, doc, "string", "number", "boolean"); k != nil {
+		for _, o := range opts {
+			o.apply(k)
+		}
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return false
@@ -211,7 +245,11 @@ func (s *section) str(key string, dst *string) bool {
 
 // enum matches case-insensitively and stores the canonical spelling, so
 // "Docker" and HANGAR_LOGGING__LEVEL=debug both work.
-func (s *section) enum(key string, dst *string, allowed ...string) bool {
+func (s *section) enum(key string, dst *string, doc string, allowed ...string) bool {
+	if k := s.def(key, doc, "string"); k != nil {
+		k.Enum = slices.Clone(allowed)
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return false
@@ -227,7 +265,16 @@ func (s *section) enum(key string, dst *string, allowed ...string) bool {
 	return false
 }
 
-func (s *section) strList(key string, dst *[]string) bool {
+// strList reads a list of strings; opts are what the caller checks of
+// each.
+func (s *section) strList(key string, dst *[]string, doc string, opts ...opt) bool {
+	if k := s.def(key, doc, "array"); k != nil {
+		it := k.items("string", "number", "boolean")
+		for _, o := range opts {
+			o.apply(it)
+		}
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return false
@@ -263,7 +310,14 @@ func (d *decoder) strings(path string, v any) ([]string, bool) {
 
 // strMap reads a mapping of strings; scalar values are stringified because
 // `DEBUG: 1` in an env: map obviously means "1".
-func (s *section) strMap(key string, dst *map[string]string) bool {
+func (s *section) strMap(key string, dst *map[string]string, doc string) bool {
+	if k := s.def(key, doc, "object"); k != nil {
+		if k.Entry == nil {
+			k.Entry = &keyDef{}
+		}
+		k.Entry.addTypes("string", "number", "boolean")
+		s.setDefault(k, key, *dst)
+	}
 	v, ok := s.take(key)
 	if !ok {
 		return false
@@ -289,6 +343,11 @@ func (s *section) strMap(key string, dst *map[string]string) bool {
 	}
 	*dst = out
 	return ok
+}
+
+func bound[N int | float64](n N) *float64 {
+	f := float64(n)
+	return &f
 }
 
 func toInt(v any) (int, bool) {

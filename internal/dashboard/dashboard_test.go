@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +19,17 @@ import (
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dashboard"
 	"github.com/mcp-hangar/hangar/internal/discovery"
+	"github.com/mcp-hangar/hangar/internal/dockerrt"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/gateway"
+	"github.com/mcp-hangar/hangar/internal/group"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/policy"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/store"
+	"github.com/mcp-hangar/hangar/internal/upstreamauth"
 )
 
 const (
@@ -39,7 +44,59 @@ const (
 const hostile = `<script>alert("x")</script><img src=x onerror=alert(1)>`
 
 // fakeViews answers every view with fixed data holding hostile strings.
-type fakeViews struct{ servers []readmodel.Summary }
+type fakeViews struct {
+	servers []readmodel.Summary
+	// creds are callers' upstream credentials; nil: no server has
+	// upstream_auth.
+	creds *fakeCreds
+}
+
+// fakeCreds: math and mine-a have upstream_auth type oauth, disc type
+// client_credentials; callers in connected have a login at math and
+// mine-a, since and until the times below.
+type fakeCreds struct {
+	mu        sync.Mutex
+	connected map[string]bool
+	dropped   []string // server/identity of each Disconnect that dropped one
+}
+
+var (
+	loggedIn  = time.Date(2026, 11, 28, 11, 40, 37, 0, time.UTC)
+	tokenEnds = loggedIn.Add(time.Hour)
+)
+
+func (f fakeViews) UpstreamAuth(_ context.Context, id string, caller auth.Identity) *upstreamauth.Status {
+	if f.creds == nil {
+		return nil
+	}
+	switch id {
+	case "math", "mine-a":
+		f.creds.mu.Lock()
+		defer f.creds.mu.Unlock()
+		st := &upstreamauth.Status{Type: config.UpstreamOAuth, PerIdentity: true}
+		if f.creds.connected[caller.Name] {
+			st.Connected, st.Since, st.Expires = true, &loggedIn, &tokenEnds
+		}
+		return st
+	case "disc":
+		return &upstreamauth.Status{Type: config.UpstreamClientCredentials, Connected: true}
+	}
+	return nil
+}
+
+func (f fakeViews) Disconnect(_ context.Context, id string, caller auth.Identity) (bool, error) {
+	if f.creds == nil || (id != "math" && id != "mine-a") {
+		return false, readmodel.ErrNoUpstreamAuth
+	}
+	f.creds.mu.Lock()
+	defer f.creds.mu.Unlock()
+	had := f.creds.connected[caller.Name]
+	delete(f.creds.connected, caller.Name)
+	if had {
+		f.creds.dropped = append(f.creds.dropped, id+"/"+caller.Name)
+	}
+	return had, nil
+}
 
 func (f fakeViews) Servers(keep func(string) bool) []readmodel.Summary {
 	var out []readmodel.Summary
@@ -58,22 +115,99 @@ func (fakeViews) Details(_ context.Context, id string, _ int) *readmodel.Details
 	case "moved": // its image changed: quarantined until approved
 		return &readmodel.Details{ID: id, Source: string(catalog.SourceConfig), Provider: true, Spec: &config.Server{ID: id},
 			Quarantine: &provider.Quarantine{Reason: provider.ReasonImageChanged}}
-	case "math":
+	case "math", "mine-a":
 	default:
 		return &readmodel.Details{ID: id}
 	}
 	return &readmodel.Details{
 		ID: id, Source: "config", Provider: true,
-		Snapshot: provider.Snapshot{ID: id, State: provider.Ready, Stderr: "boom " + hostile},
+		Snapshot: provider.Snapshot{ID: id, State: provider.Ready, Stderr: "boom " + hostile, LastError: "exit " + hostile},
 		Spec:     &config.Server{ID: id, Image: "mcp-hangar/math:dev"},
-		Tools:    []mcpconn.Tool{{Name: "add", Description: "adds " + hostile}},
-		Bindings: []readmodel.Binding{{CallableName: "math__add", RawToolName: "add", BoundAt: time.Unix(0, 0)}},
-		Audit:    []store.AuditEntry{{At: time.Unix(0, 0), Identity: "admin", Action: "tools/call", Tool: "add", Allowed: true, Outcome: "ok"}},
-		Egress:   map[string]any{"allow": []string{"api.example.com:443"}, "refused": []string{hostile}},
+		Tools: []mcpconn.Tool{
+			{Name: "add", Description: "adds " + hostile, InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a"]}`)},
+			{Name: "hidden", Description: "not on the front door"},
+		},
+		Bindings:          []readmodel.Binding{{CallableName: id + "__add", RawToolName: "add", BoundAt: time.Unix(0, 0)}},
+		ToolNames:         map[string]string{"add": id + "__add"},
+		PromptNames:       map[string]string{"greet": id + "__greet"},
+		Resources:         []json.RawMessage{json.RawMessage(`{"uri":"math://pi","name":"pi","mimeType":"text/plain"}`)},
+		ResourceTemplates: []json.RawMessage{json.RawMessage(`{"uriTemplate":"math://sq/{n}{?exact,base}","name":"square"}`)},
+		Prompts:           []json.RawMessage{json.RawMessage(`{"name":"greet","description":"` + strings.ReplaceAll(hostile, `"`, `\"`) + `","arguments":[{"name":"who","required":true},{"name":"tone"}]}`)},
+		Audit:             []store.AuditEntry{{At: time.Unix(0, 0), Identity: "admin", Action: "tools/call", Tool: "add", Allowed: true, Outcome: "ok"}},
+		Egress:            map[string]any{"allow": []string{"api.example.com:443"}, "refused": []string{hostile}},
+		Rules:             ownRulesOf(id),
 	}
 }
 
-func (fakeViews) Candidates(keep func(string) bool) []readmodel.Candidate {
+func (fakeViews) GroupList(keep func(string) bool) []group.Status {
+	var out []group.Status
+	for _, id := range []string{"pool", "mine-pool"} {
+		if keep == nil || keep(id) {
+			out = append(out, group.Status{ID: id, State: group.Healthy, Strategy: "round_robin", Circuit: "half_open", HealthyCount: 1, TotalMembers: 2,
+				Members: []group.MemberStatus{{ID: id + "-1", State: provider.Ready, InRotation: true}, {ID: id + "-2", State: provider.Dead}}})
+		}
+	}
+	return out
+}
+
+func (fakeViews) Replicas(_ context.Context, keep func(string) bool) readmodel.Replicas {
+	r := readmodel.Replicas{Instance: "inst", Shared: true}
+	for _, name := range []string{"r1", "r2"} {
+		x := readmodel.Replica{Name: name, Self: name == "r1", Live: name == "r1", HeartbeatAt: time.Now()}
+		for _, srv := range []string{"math", "mine-a"} {
+			if keep == nil || keep(srv) {
+				x.Containers = append(x.Containers, dockerrt.Managed{ID: strings.Repeat("c", 64), Name: name + "-" + srv, Server: srv, Replica: name, State: "running"})
+			}
+		}
+		r.Members = append(r.Members, x)
+	}
+	return r
+}
+
+func (fakeViews) GatewayTools() []mcpconn.Tool {
+	return []mcpconn.Tool{
+		{Name: "hangar_stop", Description: "Stop", InputSchema: json.RawMessage(`{"type":"object","properties":{"mcp_server":{"type":"string"}},"required":["mcp_server"]}`)},
+		{Name: "hangar_list", Description: "List"},
+	}
+}
+
+// trafficOf is 10 steps of 5 s: 5 calls each, 1 error each other step.
+func trafficOf(ids ...string) *readmodel.Traffic {
+	t := &readmodel.Traffic{Step: 5 * time.Second}
+	now := time.Now()
+	for i := range 10 {
+		p := readmodel.TrafficPoint{At: now.Add(time.Duration(i-10) * 5 * time.Second), Calls: int64(5 * len(ids)), P50Ms: 3, P99Ms: 40}
+		if i%2 == 0 {
+			p.Errors = int64(len(ids))
+		}
+		t.Points = append(t.Points, p)
+	}
+	return t
+}
+
+func (fakeViews) Traffic(id string) *readmodel.Traffic {
+	if id == "math" || id == "mine-a" {
+		return trafficOf(id)
+	}
+	return nil
+}
+
+func (f fakeViews) TrafficOf(keep func(string) bool) *readmodel.Traffic {
+	var ids []string
+	for _, id := range []string{"math", "mine-a"} {
+		if keep == nil || keep(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return trafficOf(ids...)
+}
+
+func (fakeViews) TrafficStepOf() time.Duration { return 5 * time.Second }
+
+func (fakeViews) Candidates(_ context.Context, keep func(string) bool) []readmodel.Candidate {
 	return []readmodel.Candidate{
 		{Name: "cand", Kind: readmodel.KindPending, Source: "docker", Reason: hostile},
 		{Name: "q", Kind: readmodel.KindQuarantined, Source: "docker", Reason: "rejected by operator admin"},
@@ -84,12 +218,47 @@ func (fakeViews) Candidates(keep func(string) bool) []readmodel.Candidate {
 	}
 }
 
+// ownPolicy is a server's own policy with a hostile condition.
+var ownPolicy = []policy.Rule{
+	{Name: "no-drops", Effect: policy.Deny, When: `tool.name.startsWith("drop_") && args.q != "` + hostile + `"`, Message: "drops need a ticket " + hostile},
+	{Name: "oncall", Effect: policy.Allow, When: `"oncall" in identity.groups`},
+}
+
+func (fakeViews) GatewayRules() *readmodel.Rules {
+	return &readmodel.Rules{Default: policy.Deny, Rules: []policy.Rule{
+		{Name: "read-only", Effect: policy.Allow, When: "tool.annotations.?readOnlyHint.orValue(false)"},
+		{Name: "no-secrets", Effect: policy.Deny, When: `resource.uri.startsWith("file:///etc/") || identity.name == "` + hostile + `"`, Message: hostile},
+	}}
+}
+
+// OwnRules: math's rules are added to the gateway's (config), mine-a's
+// narrow them (installed).
+func (fakeViews) OwnRules(keep func(string) bool) []readmodel.ServerRules {
+	var out []readmodel.ServerRules
+	for _, id := range []string{"math", "mine-a"} {
+		if keep == nil || keep(id) {
+			out = append(out, readmodel.ServerRules{Server: id, Policy: *ownRulesOf(id)})
+		}
+	}
+	return out
+}
+
+func ownRulesOf(id string) *readmodel.Rules {
+	if id == "mine-a" {
+		return &readmodel.Rules{Default: policy.Deny, Rules: ownPolicy, Narrows: true}
+	}
+	return &readmodel.Rules{Rules: ownPolicy}
+}
+
 func (fakeViews) InstalledServers(context.Context, func(string) bool) ([]readmodel.Install, error) {
 	return []readmodel.Install{{Name: "inst", Enabled: true}}, nil
 }
 
 func (fakeViews) Refusals(context.Context, func(string) bool, int) ([]store.AuditEntry, error) {
-	return []store.AuditEntry{{Identity: "reader", Action: "request", Tool: "POST /ui/api/approve/x", Reason: "insufficient_scope"}}, nil
+	return []store.AuditEntry{
+		{Identity: "reader", Action: "request", Tool: "POST /ui/api/approve/x", Reason: "insufficient_scope"},
+		{Identity: "admin", Server: "math", Action: "tools/call", Tool: "drop_table", Reason: "policy_denied: Forbidden by policy rule \"math/no-drops\": " + hostile, Rule: "math/no-drops"},
+	}, nil
 }
 
 // fakeDiscovery approves everything it is asked to.
@@ -126,6 +295,13 @@ type testEndpoint struct {
 // with tokens, as the app wires it.
 func newEndpoint(t *testing.T, views dashboard.Views) *testEndpoint {
 	t.Helper()
+	return newEndpointWith(t, views, nil)
+}
+
+// newEndpointWith is newEndpoint with the endpoint's authentication set by
+// authn (nil: the tokens above).
+func newEndpointWith(t *testing.T, views dashboard.Views, authn *auth.HTTP) *testEndpoint {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.OpenDir(t.TempDir(), store.Options{KeystoreKey: make([]byte, 32)})
 	if err != nil {
@@ -145,6 +321,9 @@ func newEndpoint(t *testing.T, views dashboard.Views) *testEndpoint {
 		{Name: "limited", SHA256: sha256.Sum256([]byte(limitedTok)), Scopes: auth.AllScopes, Servers: []string{"mine*"}},
 	}
 	ah := &auth.HTTP{Auth: auth.NewAuthenticator(t.Context(), config.Auth{Tokens: tokens}, auth.Options{}), Log: log}
+	if authn != nil {
+		ah = authn
+	}
 	ui := dashboard.New(views, mcp, log)
 	ui.Decisions, ui.Audit = fakeDecisions{}, g.RecordAudit
 	ep := g.HTTP(mcp, endpoint.Options{Auth: ah, UI: ui.Handler})
@@ -206,6 +385,29 @@ func TestAccess(t *testing.T) {
 		{"admin rejects", "POST", "/ui/api/reject/cand", adminTok, 200, 0},
 		{"admin of other servers cannot reject", "POST", "/ui/api/reject/cand", limitedTok, 403, auth.CodeInsufficientScope},
 		{"reject is POST only", "GET", "/ui/api/reject/cand", adminTok, 405, 0},
+		{"read token cannot disconnect", "POST", "/ui/api/disconnect/math", readerTok, 403, auth.CodeInsufficientScope},
+		{"no token cannot disconnect", "POST", "/ui/api/disconnect/math", "", 401, auth.CodeUnauthenticated},
+		{"disconnect is POST only", "GET", "/ui/api/disconnect/math", adminTok, 405, 0},
+		{"try.js needs no token", "GET", "/ui/try.js", "", 200, 0},
+		{"css needs no token", "GET", "/ui/app.css", "", 200, 0},
+	}
+	for _, frag := range []string{"me", "traffic", "traffic/math", "groups", "replicas", "gateway", "tools?q=add", "try?server=math&tool=add", "server/math?part=body", "policy"} {
+		cases = append(cases,
+			struct {
+				name, method, path, token string
+				status                    int
+				code                      int
+			}{"read token reads " + frag, "GET", "/ui/api/" + frag, readerTok, 200, 0},
+			struct {
+				name, method, path, token string
+				status                    int
+				code                      int
+			}{"no token cannot read " + frag, "GET", "/ui/api/" + frag, "", 401, auth.CodeUnauthenticated},
+			struct {
+				name, method, path, token string
+				status                    int
+				code                      int
+			}{"call token cannot read " + frag, "GET", "/ui/api/" + frag, callerTok, 403, auth.CodeInsufficientScope})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -353,12 +555,15 @@ func TestActionButtons(t *testing.T) {
 	}
 }
 
-// Strings the servers control (descriptions, errors, stderr) are shown
-// as text, never as markup.
+// Strings the servers control (descriptions, errors, stderr) and those
+// of the configuration (rules, messages) are shown as text, never as
+// markup. (internal/markup's tests hold the writer to it: a value is
+// always escaped, markup is only a constant.)
 func TestFragmentsEscape(t *testing.T) {
 	t.Parallel()
 	e := newEndpoint(t, someServers)
-	for _, path := range []string{"/ui/api/servers", "/ui/api/server/math", "/ui/api/pending"} {
+	for _, path := range []string{"/ui/api/servers", "/ui/api/server/math?part=head", "/ui/api/server/math?part=body", "/ui/api/pending",
+		"/ui/api/try?server=math&tool=add", "/ui/api/try?server=math&prompt=greet", "/ui/api/policy", "/ui/api/refusals"} {
 		resp, body := e.do(t, "GET", path, readerTok)
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s = %d", path, resp.StatusCode)
@@ -370,8 +575,10 @@ func TestFragmentsEscape(t *testing.T) {
 			t.Errorf("%s does not show the hostile string as text:\n%s", path, body)
 		}
 	}
-	_, body := e.do(t, "GET", "/ui/api/server/math", readerTok)
-	for _, want := range []string{"math__add", "mcp-hangar/math:dev", "boom ", "api.example.com:443"} {
+	_, body := e.do(t, "GET", "/ui/api/server/math?part=head", readerTok)
+	_, more := e.do(t, "GET", "/ui/api/server/math?part=body", readerTok)
+	body += more
+	for _, want := range []string{"math__add", "mcp-hangar/math:dev", "api.example.com:443", "math__greet", "math://pi"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("details fragment lacks %q:\n%s", want, body)
 		}

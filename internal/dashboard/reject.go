@@ -64,10 +64,9 @@ func (d *Dashboard) reject(w http.ResponseWriter, r *http.Request) {
 		entry.Outcome = audit.OutcomeError
 	}
 	d.Audit(r.Context(), entry)
+	status := http.StatusOK
 	if err != nil {
-		out.Message = err.Error()
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusConflict)
+		out.Message, status = err.Error(), http.StatusConflict
 	}
-	d.render(w, "action", out)
+	d.send(w, status, actionFragment(out))
 }

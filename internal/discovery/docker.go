@@ -157,6 +157,21 @@ func (d *Docker) List(ctx context.Context) (Listing, error) {
 	return out, nil
 }
 
+// Removed implements Removals: the container of id is gone when the
+// engine no longer knows it (docker rm); a stopped one is not.
+func (d *Docker) Removed(ctx context.Context, id string) (bool, error) {
+	ictx, cancel := context.WithTimeout(ctx, dockerCallTimeout)
+	defer cancel()
+	_, err := d.api.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("inspect container %.12s: %w", id, err)
+	}
+	return false, nil
+}
+
 func containerSubject(s ContainerSnapshot) string {
 	return fmt.Sprintf("container %s (%.12s)", strings.TrimPrefix(s.Name, "/"), s.ID)
 }

@@ -138,8 +138,8 @@ func DecodeFile(fileName string, data []byte, environ []string) (Candidate, erro
 		body = maps.Clone(body)
 		delete(body, "name")
 	}
-	if !idRe.MatchString(id) {
-		return Candidate{}, fmt.Errorf("name: must match %s (got %q)", idRe, id)
+	if !idRe().MatchString(id) {
+		return Candidate{}, fmt.Errorf("name: must match %s (got %q)", idRe(), id)
 	}
 	if body["mode"] == config.ModeGroup {
 		return Candidate{}, errors.New("mode: group is not supported for discovered servers")

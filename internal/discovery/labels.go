@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -66,8 +67,7 @@ const reasonNeedsStdin = "needs a container started with an open stdin (docker r
 const fingerprintLen = 16
 
 // idRe is config's server ID rule.
-var idRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
-
+var idRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`) })
 var (
 	// ErrNotEnabled means the container did not opt in (enabled is absent
 	// or "false"); it is not a candidate and not a problem.
@@ -96,6 +96,8 @@ type Candidate struct {
 	Source      string // SourceDocker | SourceSwarm | SourceFilesystem
 	Mode        string // ModeHTTP | ModeStdio for containers and services; the transport for files
 	ContainerID string
+	// ServiceID is the Swarm service a candidate of the swarm source is.
+	ServiceID   string
 	Image       string
 	Group       string
 	Description string
@@ -176,12 +178,12 @@ func (d Decoder) Decode(c ContainerSnapshot) (Candidate, error) {
 
 	name, set := own[LabelName]
 	switch {
-	case set && !idRe.MatchString(name):
-		bad(LabelName, name, "must match "+idRe.String())
+	case set && !idRe().MatchString(name):
+		bad(LabelName, name, "must match "+idRe().String())
 	case !set:
 		name = strings.TrimPrefix(c.Name, "/")
-		if !idRe.MatchString(name) {
-			problems = append(problems, fmt.Errorf("container name %q is not a valid MCP server name (must match %s): set %s", name, idRe, LabelName))
+		if !idRe().MatchString(name) {
+			problems = append(problems, fmt.Errorf("container name %q is not a valid MCP server name (must match %s): set %s", name, idRe(), LabelName))
 		}
 	}
 
@@ -223,8 +225,8 @@ func (d Decoder) Decode(c ContainerSnapshot) (Candidate, error) {
 	}
 
 	group := own[LabelGroup]
-	if group != "" && !idRe.MatchString(group) {
-		bad(LabelGroup, group, "must match "+idRe.String())
+	if group != "" && !idRe().MatchString(group) {
+		bad(LabelGroup, group, "must match "+idRe().String())
 	}
 
 	var ip string
@@ -240,6 +242,8 @@ func (d Decoder) Decode(c ContainerSnapshot) (Candidate, error) {
 
 	desc := own[LabelDescription]
 	spec := baseSpec(name, SourceDocker, desc)
+	// All of the container's labels, for policy rules (server.labels).
+	spec.Labels = maps.Clone(c.Labels)
 	if mode == ModeStdio {
 		spec.Mode = config.ModeDocker
 		spec.Transport = config.TransportStdio

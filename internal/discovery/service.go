@@ -37,7 +37,9 @@ const (
 )
 
 // Source modes: an authoritative source deregisters the servers it
-// registered once they are gone; an additive one never does.
+// registered once it no longer lists them; an additive one keeps them
+// (a stopped container may start again) until the container or service
+// they came from is removed (Removals).
 const (
 	ModeAdditive      = "additive"
 	ModeAuthoritative = "authoritative"
@@ -83,6 +85,21 @@ type Source interface {
 	List(ctx context.Context) (Listing, error)
 	Watch(ctx context.Context, onChange func())
 }
+
+// Removals is a source whose candidates are engine objects (containers,
+// services). Removed tells whether the object of id was removed for good:
+// its server is deregistered whatever the source's mode and filters (the
+// engine's remove events carry no labels a filter could match, and the
+// object cannot come back). A scan asks about each registered server its
+// listing lacks, so the periodic re-list catches a missed event.
+type Removals interface {
+	Removed(ctx context.Context, id string) (bool, error)
+}
+
+var (
+	_ Removals = (*Docker)(nil)
+	_ Removals = (*Swarm)(nil)
+)
 
 // Listing is one source's answer. An error of List means the source could
 // not be read at all; a Problem is one item that could not be decoded.
@@ -248,6 +265,9 @@ type Service struct {
 	startOnce sync.Once
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
+	// scanned is closed when the scan loop's first scan is over.
+	scanned     chan struct{}
+	scannedOnce sync.Once
 
 	// life bounds the health checks, which outlive the scan that started
 	// them; Close ends it. checkSem caps the checks in flight.
@@ -291,6 +311,7 @@ func New(cfg config.Discovery, reg Registry, check Checker, store *Store, log *s
 		checkGrace: defaultCheckGrace,
 		sem:        make(chan struct{}, 1),
 		kick:       make(chan struct{}, 1),
+		scanned:    make(chan struct{}),
 		entries:    map[string]*entry{},
 		status:     make([]sourceState, len(sources)),
 	}
@@ -392,8 +413,15 @@ func (s *Service) scanLoop(ctx context.Context) {
 		}
 		// Checks finish on their own: the loop never waits for one.
 		s.scan(ctx)
+		s.scannedOnce.Do(func() { close(s.scanned) })
 	}
 }
+
+// Scanned is closed once Start's first scan is over, whether its sources
+// answered or not: what that listing decides without a health check (the
+// servers approved earlier) is registered by then; health checks are not
+// waited for.
+func (s *Service) Scanned() <-chan struct{} { return s.scanned }
 
 func (s *Service) resyncLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.RefreshInterval)
@@ -832,7 +860,9 @@ func (s *Service) finishCheck(job *checkJob, checkErr error) {
 	c, src := e.cand, e.source
 	sc := &scan{res: ScanResult{}, problems: make([][]string, len(s.sources))}
 	switch {
-	case checkErr == nil && job.register:
+	case checkErr == nil && (job.register || s.store.Approved(c.Name, c.Fingerprint)):
+		// Approved while it was checked (on another replica: Decided
+		// leaves a candidate being checked to its check).
 		s.register(sc, c, src, job.updated)
 	case checkErr == nil:
 		s.offer(c, src)
@@ -904,16 +934,38 @@ func (s *Service) gone(ctx context.Context, sc *scan, name string, e *entry) {
 		s.drop(name)
 		return
 	}
+	why := "no longer listed by an authoritative source"
 	if s.sources[e.source].Mode() != ModeAuthoritative {
-		return
+		if !s.removed(ctx, e) {
+			return
+		}
+		why = "its container or service was removed"
 	}
 	if err := s.reg.Deregister(ctx, name); err != nil {
 		sc.problem(e.source, name, fmt.Errorf("deregister: %w", err))
 		return
 	}
 	sc.res.DeregisteredCount++
-	s.log.Info("deregistered discovered MCP server that is gone", FieldServer, name, FieldSource, e.cand.Source)
+	s.log.Info("deregistered discovered MCP server that is gone", FieldServer, name, FieldSource, e.cand.Source, FieldReason, why)
 	s.drop(name)
+}
+
+// removed tells whether the container or service e was registered from
+// is gone for good (Removals); a source that cannot tell says no.
+func (s *Service) removed(ctx context.Context, e *entry) bool {
+	r, ok := s.sources[e.source].(Removals)
+	id := e.cand.ContainerID
+	if id == "" {
+		id = e.cand.ServiceID
+	}
+	if !ok || id == "" {
+		return false
+	}
+	gone, err := r.Removed(ctx, id)
+	if err != nil {
+		s.log.Warn("cannot tell whether a discovered server's container or service was removed; kept", FieldServer, e.cand.Name, FieldError, err)
+	}
+	return gone
 }
 
 // Pending lists the candidates waiting for approval, by name.
@@ -1106,6 +1158,30 @@ func (s *Service) Decided(ctx context.Context, name string) error {
 	if err := s.store.Reload(ctx, name); err != nil {
 		return err
 	}
+	return s.decided(ctx, name)
+}
+
+// Resync reads every decision again and applies it as Decided does, for
+// a replica that may have missed notices (its feed was down, or it
+// started while another replica decided).
+func (s *Service) Resync(ctx context.Context) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if err := s.store.ReloadAll(ctx); err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.entries)) {
+		errs = append(errs, s.decided(ctx, name))
+	}
+	return errors.Join(errs...)
+}
+
+// decided applies the decisions read about name; the caller holds the
+// scan lock.
+func (s *Service) decided(ctx context.Context, name string) error {
 	e := s.entries[name]
 	if e == nil || e.status == checking || e.status == refused {
 		return nil // the next scan or check decides it with the decisions read now

@@ -1062,3 +1062,51 @@ func TestDecidedOnAnotherReplica(t *testing.T) {
 		t.Errorf("after the approval was withdrawn: registered %v, pending %v", reg2.Registered("api"), pendingNames(s2))
 	}
 }
+
+// TestApprovedWhileChecked: a candidate that another replica approves
+// while this one still checks it (Decided leaves it to the check) is
+// registered when the check passes, not offered for approval again.
+func TestApprovedWhileChecked(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := openDB(t, t.TempDir())
+	src := newFakeSource(SourceDocker, ModeAdditive)
+	src.set(nil, nil, cand("api", "f1", "10.0.0.1"))
+	st1, err := OpenStore(ctx, db, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := New(discCfg(), newFakeRegistry(), nil, st1, quietLog(), src)
+	s1.Scan(ctx)
+
+	started, release := make(chan struct{}), make(chan struct{})
+	check := func(ctx context.Context, _ *config.Server) error {
+		close(started)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	st2, err := OpenStore(ctx, db, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg2 := newFakeRegistry()
+	s2 := New(discCfg(), reg2, check, st2, quietLog(), src)
+	s2.Start(ctx)
+	defer s2.Close()
+	<-started
+
+	if r := s1.Approve(ctx, "api"); !r.Approved {
+		t.Fatal(r.Error)
+	}
+	if err := s2.Decided(ctx, "api"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	waitFor(t, "api registered after its check", func() bool { return reg2.Registered("api") })
+	if got := pendingNames(s2); len(got) != 0 {
+		t.Errorf("pending %v after the approval elsewhere", got)
+	}
+}

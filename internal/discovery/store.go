@@ -65,10 +65,23 @@ func OpenStore(ctx context.Context, db Decisions, log *slog.Logger) (*Store, err
 	if log != nil {
 		s.log = log
 	}
-	ds, err := db.Decisions(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("discovery decisions: %w", err)
+	if err := s.ReloadAll(ctx); err != nil {
+		return nil, err
 	}
+	return s, nil
+}
+
+// ReloadAll reads every decision from the durable store again (another
+// gateway replica may have changed any while this one was not told).
+func (s *Store) ReloadAll(ctx context.Context) error {
+	if s.db == nil {
+		return nil
+	}
+	ds, err := s.db.Decisions(ctx)
+	if err != nil {
+		return fmt.Errorf("discovery decisions: %w", err)
+	}
+	approvals, quarantine := map[string]Approval{}, map[string]QuarantineRecord{}
 	for _, d := range ds {
 		if _, provider := store.IsProviderQuarantine(d); d.Source != DecisionSource || provider {
 			// Another source's, or a provider quarantine of a
@@ -77,12 +90,15 @@ func OpenStore(ctx context.Context, db Decisions, log *slog.Logger) (*Store, err
 		}
 		switch d.Kind {
 		case store.DecisionApproved:
-			s.approvals[d.Key] = Approval{Fingerprint: d.Fingerprint, ApprovedAt: d.At}
+			approvals[d.Key] = Approval{Fingerprint: d.Fingerprint, ApprovedAt: d.At}
 		case store.DecisionQuarantined:
-			s.quarantine[d.Key] = QuarantineRecord{Fingerprint: d.Fingerprint, Source: d.Detail, Reason: d.Reason, QuarantinedAt: d.At}
+			quarantine[d.Key] = QuarantineRecord{Fingerprint: d.Fingerprint, Source: d.Detail, Reason: d.Reason, QuarantinedAt: d.At}
 		}
 	}
-	return s, nil
+	s.mu.Lock()
+	s.approvals, s.quarantine = approvals, quarantine
+	s.mu.Unlock()
+	return nil
 }
 
 func approvalDecision(name string, a Approval) store.Decision {

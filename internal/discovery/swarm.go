@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
@@ -20,6 +21,7 @@ import (
 // engine must be a Swarm manager: only managers list services.
 type SwarmAPI interface {
 	ServiceList(ctx context.Context, opts client.ServiceListOptions) (client.ServiceListResult, error)
+	ServiceInspect(ctx context.Context, id string, opts client.ServiceInspectOptions) (client.ServiceInspectResult, error)
 	NetworkList(ctx context.Context, opts client.NetworkListOptions) (client.NetworkListResult, error)
 	Events(ctx context.Context, opts client.EventsListOptions) client.EventsResult
 }
@@ -83,7 +85,7 @@ func (d Decoder) DecodeService(s ServiceSnapshot) (Candidate, error) {
 		return Candidate{}, err
 	}
 	c.Source = SourceSwarm
-	c.ContainerID = ""
+	c.ContainerID, c.ServiceID = "", s.ID
 	c.Spec.Origin = SourceSwarm
 	return c, nil
 }
@@ -179,6 +181,21 @@ func (s *Swarm) List(ctx context.Context) (Listing, error) {
 		}
 	}
 	return out, nil
+}
+
+// Removed implements Removals: the service of id is gone when the engine
+// no longer knows it (docker service rm).
+func (s *Swarm) Removed(ctx context.Context, id string) (bool, error) {
+	ictx, cancel := context.WithTimeout(ctx, dockerCallTimeout)
+	defer cancel()
+	_, err := s.api.ServiceInspect(ictx, id, client.ServiceInspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("inspect swarm service %.12s: %w", id, err)
+	}
+	return false, nil
 }
 
 func presence(names []string) map[string]string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/swarm"
@@ -172,6 +173,16 @@ func (f fakeSwarm) ServiceList(_ context.Context, opts client.ServiceListOptions
 		}
 	}
 	return client.ServiceListResult{Items: out}, f.listErr
+}
+
+// ServiceInspect knows the services it lists, by ID.
+func (f fakeSwarm) ServiceInspect(_ context.Context, id string, _ client.ServiceInspectOptions) (client.ServiceInspectResult, error) {
+	for _, s := range f.services {
+		if s.ID == id {
+			return client.ServiceInspectResult{Service: s}, nil
+		}
+	}
+	return client.ServiceInspectResult{}, cerrdefs.ErrNotFound
 }
 
 func (f fakeSwarm) NetworkList(_ context.Context, opts client.NetworkListOptions) (client.NetworkListResult, error) {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,10 +19,12 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-hangar/hangar/internal/egress"
+	"github.com/mcp-hangar/hangar/internal/retry"
 )
 
 // EgressAPI is the part of the engine client the egress networks need.
@@ -29,6 +34,8 @@ type EgressAPI interface {
 	NetworkRemove(ctx context.Context, network string, opts client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
 	NetworkList(ctx context.Context, opts client.NetworkListOptions) (client.NetworkListResult, error)
 	NetworkInspect(ctx context.Context, network string, opts client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+	Events(ctx context.Context, opts client.EventsListOptions) client.EventsResult
+	ServerVersion(ctx context.Context, opts client.ServerVersionOptions) (client.ServerVersionResult, error)
 }
 
 var _ EgressAPI = (*client.Client)(nil)
@@ -64,6 +71,20 @@ type Egress struct {
 	nets   map[string]*egressNet // by network name
 	closed bool
 	wg     sync.WaitGroup
+
+	// life ends with Close; it bounds the watch of the engine's networks,
+	// started with the first proxy (watchOnce).
+	life      context.Context
+	endLife   context.CancelFunc
+	watchOnce sync.Once
+	// engine are the engine's subnets as last listed by the watch; nil
+	// before its first listing. Every proxy is told them as they change.
+	engineMu     sync.Mutex
+	engine       []netip.Prefix
+	engineListed bool
+	// checked is the engine's verdict on egress isolation (checkEngine),
+	// asked once.
+	checked func() error
 }
 
 // NewEgress returns the egress networks of rt's instance. refused is called
@@ -72,8 +93,11 @@ func NewEgress(rt *Runtime, api EgressAPI, image, outNetwork string, refused fun
 	if outNetwork == "" {
 		outNetwork = "bridge"
 	}
-	return &Egress{rt: rt, api: api, image: image, outNet: outNetwork, log: rt.log.With("component", "egress"),
-		refused: refused, nets: map[string]*egressNet{}}
+	life, end := context.WithCancel(context.Background())
+	e := &Egress{rt: rt, api: api, image: image, outNet: outNetwork, log: rt.log.With("component", "egress"),
+		refused: refused, nets: map[string]*egressNet{}, life: life, endLife: end}
+	e.checked = sync.OnceValue(e.checkEngine)
+	return e
 }
 
 // egressNet is one server's network and proxy.
@@ -92,6 +116,8 @@ type egressNet struct {
 	mu       sync.Mutex
 	proxy    *Container
 	restarts int
+	// told is the engine ranges the proxy was last told (tell).
+	told []netip.Prefix
 }
 
 func (n *egressNet) halt() { n.halted.Do(func() { close(n.stop) }) }
@@ -234,6 +260,9 @@ func (e *Egress) forget(n *egressNet) {
 
 // setUp creates the network and starts the first proxy.
 func (e *Egress) setUp(ctx context.Context, n *egressNet) error {
+	if err := e.checked(); err != nil {
+		return err
+	}
 	if err := e.createNetwork(ctx, n); err != nil {
 		return err
 	}
@@ -244,28 +273,105 @@ func (e *Egress) setUp(ctx context.Context, n *egressNet) error {
 	return nil
 }
 
+// The internal network's options. The bridge gets no IPv4 address
+// (inhibit_ipv4): without one the host has no address on the network, so
+// a provider reaches nothing of the host (its default route points at a
+// gateway address nobody answers ARP for) and nothing beyond it, the
+// other containers of its network (its proxy) aside. Internal keeps the
+// engine from adding a route or NAT out.
+const inhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
+
 func (e *Egress) createNetwork(ctx context.Context, n *egressNet) error {
 	if err := e.rt.checkGuard(ctx); err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
-	defer cancel()
-	_, err := e.api.NetworkCreate(cctx, n.name, client.NetworkCreateOptions{
-		Driver:   "bridge",
-		Internal: true, // no route out: the proxy is the only way
-		Labels: map[string]string{
-			LabelManaged: "true", LabelOwner: e.rt.owner, LabelServer: n.server, LabelRole: RoleEgressNetwork,
-		},
-	})
-	if cerrdefs.IsConflict(err) || (err != nil && strings.Contains(err.Error(), "already exists")) {
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+		_, err := e.api.NetworkCreate(cctx, n.name, client.NetworkCreateOptions{
+			Driver:   "bridge",
+			Internal: true, // no route out: the proxy is the only way
+			Options:  map[string]string{inhibitIPv4: "true"},
+			Labels: map[string]string{
+				LabelManaged: "true", LabelOwner: e.rt.owner, LabelServer: n.server, LabelRole: RoleEgressNetwork,
+			},
+		})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) && !strings.Contains(err.Error(), "already exists") {
+			return fmt.Errorf("egress network for %s: %w", n.server, err)
+		}
 		// Left by an earlier run of this instance (the name holds the
-		// owner): same server, same list, so it is what we want.
-		return nil
+		// owner): same server, same list, so it is what we want, if it
+		// is as isolated as this gateway makes them (an older one may
+		// have the host on it).
+		ok, ierr := e.isolated(ctx, n.name)
+		if ierr != nil {
+			return fmt.Errorf("egress network for %s: %w", n.server, ierr)
+		}
+		if ok {
+			return nil
+		}
+		if attempt > 0 {
+			return fmt.Errorf("egress network for %s: %s exists without host isolation and cannot be replaced", n.server, n.name)
+		}
+		e.log.Warn("egress network without host isolation (left by an older gateway); replacing it", "network", n.name)
+		e.removeNetwork(n.name)
 	}
+}
+
+// isolated reports whether the network name is internal and has no host
+// address (inhibitIPv4).
+func (e *Egress) isolated(ctx context.Context, name string) (bool, error) {
+	ictx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+	defer cancel()
+	res, err := e.api.NetworkInspect(ictx, name, client.NetworkInspectOptions{})
 	if err != nil {
-		return fmt.Errorf("egress network for %s: %w", n.server, err)
+		return false, fmt.Errorf("inspect %s: %w", name, err)
+	}
+	nw := res.Network
+	return nw.Internal && nw.Options[inhibitIPv4] == "true", nil
+}
+
+// minEgressAPI is the engine API that knows inhibit_ipv4 (Docker 20.10):
+// an older engine ignores the option and leaves the host on the network.
+const minEgressAPI = "1.41"
+
+// ErrEgressEngine refuses egress on an engine that cannot isolate it.
+var ErrEgressEngine = errors.New("egress needs Docker Engine 20.10 (API 1.41) or later")
+
+// checkEngine refuses egress networks on an engine too old to keep the
+// host off them.
+func (e *Egress) checkEngine() error {
+	ctx, cancel := context.WithTimeout(e.life, shortCallTimeout)
+	defer cancel()
+	v, err := e.api.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return fmt.Errorf("egress: engine version: %w", err)
+	}
+	if versionLess(v.APIVersion, minEgressAPI) {
+		return fmt.Errorf("%w: this engine is %s (API %s), whose networks cannot keep the host from the provider", ErrEgressEngine, v.Version, v.APIVersion)
 	}
 	return nil
+}
+
+// versionLess compares dotted API versions ("1.41").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
 }
 
 func (e *Egress) removeNetwork(name string) {
@@ -287,9 +393,13 @@ func (e *Egress) startProxy(ctx context.Context, n *egressNet) error {
 	if err != nil {
 		return err
 	}
+	e.watchOnce.Do(func() {
+		e.wg.Add(1)
+		go e.watchNetworks()
+	})
 	ready := make(chan struct{})
 	var readyOnce sync.Once
-	events := &eventLines{on: func(ev egress.Event) {
+	lines := &eventLines{on: func(ev egress.Event) {
 		switch ev.Event {
 		case egress.EventReady:
 			readyOnce.Do(func() { close(ready) })
@@ -300,15 +410,18 @@ func (e *Egress) startProxy(ctx context.Context, n *egressNet) error {
 		}
 	}}
 	c, err := e.rt.Run(ctx, Spec{
-		ServerID:    n.server,
-		Role:        RoleEgressProxy,
-		Image:       e.image,
-		Args:        append([]string{"egress-proxy"}, egress.Config{Allow: n.allow, Forbidden: forbidden, Clients: clients}.Args()...),
+		ServerID: n.server,
+		Role:     RoleEgressProxy,
+		Image:    e.image,
+		Args: append([]string{"egress-proxy"},
+			egress.Config{Allow: n.allow, Forbidden: forbidden, Clients: clients, Control: true}.Args()...),
 		Network:     e.outNet,
 		ReadOnly:    true,
 		MemoryBytes: proxyMemoryBytes,
 		NanoCPUs:    proxyNanoCPUs,
-		Stdout:      events,
+		// Its stdin is the gateway's: the engine's networks as they
+		// change (tell), and EOF when the gateway is gone.
+		Stdio: true,
 		// The proxy is the gateway's own, on the way-out network the
 		// operator's config names (egress_proxy.network).
 		FromConfigFile: true,
@@ -316,6 +429,7 @@ func (e *Egress) startProxy(ctx context.Context, n *egressNet) error {
 	if err != nil {
 		return fmt.Errorf("egress proxy for %s: %w", n.server, err)
 	}
+	go func() { _, _ = io.Copy(lines, c.Stdout) }()
 	fail := func(err error) error {
 		c.Kill(context.WithoutCancel(ctx))
 		return fmt.Errorf("egress proxy for %s: %w", n.server, err)
@@ -340,8 +454,12 @@ func (e *Egress) startProxy(ctx context.Context, n *egressNet) error {
 		return fail(ctx.Err())
 	}
 	n.mu.Lock()
-	n.proxy = c
+	n.proxy, n.told = c, forbidden
 	n.mu.Unlock()
+	// Networks created since its arguments were written.
+	if now, ok := e.engineNow(); ok {
+		e.tell(n, now)
+	}
 	e.log.Info("egress proxy ready", "server", n.server, "container", shortID(c.ID), "network", n.name)
 	return nil
 }
@@ -364,7 +482,9 @@ func (e *Egress) engineSubnets(ctx context.Context) ([]netip.Prefix, error) {
 			}
 		}
 	}
-	return out, nil
+	// In one order, so that a listing that did not change compares equal.
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return strings.Compare(a.String(), b.String()) })
+	return slices.Compact(out), nil
 }
 
 // subnetsOf are the ranges of the network name: the proxy serves only
@@ -445,6 +565,105 @@ func (e *Egress) supervise(n *egressNet) {
 	}
 }
 
+// watchNetworks keeps the engine's subnets current and every proxy told
+// of them, until Close: a name must not resolve into a network created
+// after a proxy started (one in a public range: the guard refuses every
+// private one anyway). It subscribes to network events first and lists
+// after, so nothing created in between is missed.
+func (e *Egress) watchNetworks() {
+	defer e.wg.Done()
+	wait := retry.Reconnect()
+	for e.life.Err() == nil {
+		ctx, cancel := context.WithCancel(e.life)
+		res := e.api.Events(ctx, client.EventsListOptions{Filters: make(client.Filters).
+			Add("type", string(events.NetworkEventType)).
+			Add("event", string(events.ActionCreate), string(events.ActionDestroy))})
+		err := e.relist(ctx)
+		if err == nil {
+			wait.Reset()
+			err = e.followNetworks(ctx, res)
+		}
+		cancel()
+		if e.life.Err() != nil {
+			return
+		}
+		d := wait.NextBackOff()
+		e.log.Warn("engine networks not followed; retrying", "error", err, "retry_in", d)
+		if !retry.Sleep(e.life, d) {
+			return
+		}
+	}
+}
+
+func (e *Egress) followNetworks(ctx context.Context, res client.EventsResult) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-res.Err:
+			return fmt.Errorf("network events: %w", err)
+		case <-res.Messages:
+			if err := e.relist(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// relist lists the engine's subnets and tells every proxy when they
+// changed.
+func (e *Egress) relist(ctx context.Context) error {
+	subnets, err := e.engineSubnets(ctx)
+	if err != nil {
+		return err
+	}
+	e.engineMu.Lock()
+	changed := !e.engineListed || !slices.Equal(e.engine, subnets)
+	e.engine, e.engineListed = subnets, true
+	e.engineMu.Unlock()
+	if !changed {
+		return nil
+	}
+	e.mu.Lock()
+	nets := make([]*egressNet, 0, len(e.nets))
+	for _, n := range e.nets {
+		nets = append(nets, n)
+	}
+	e.mu.Unlock()
+	for _, n := range nets {
+		e.tell(n, subnets)
+	}
+	return nil
+}
+
+// engineNow is the watch's latest listing; false before its first.
+func (e *Egress) engineNow() ([]netip.Prefix, bool) {
+	e.engineMu.Lock()
+	defer e.engineMu.Unlock()
+	return e.engine, e.engineListed
+}
+
+// tell writes subnets to n's proxy as a Control line, unless it knows
+// them already. A proxy being restarted is told when it is ready.
+func (e *Egress) tell(n *egressNet, subnets []netip.Prefix) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := n.proxy
+	if c == nil || c.Stdin == nil || slices.Equal(n.told, subnets) {
+		return
+	}
+	line, err := json.Marshal(egress.Control{Forbid: subnets})
+	if err != nil {
+		return
+	}
+	if _, err := c.Stdin.Write(append(line, '\n')); err != nil {
+		e.log.Warn("egress proxy not told of the engine's networks", "server", n.server, "error", err)
+		return
+	}
+	n.told = subnets
+	e.log.Debug("egress proxy told of the engine's networks", "server", n.server, "ranges", len(subnets))
+}
+
 // EgressStatus is what runs for a server behind its proxy.
 type EgressStatus struct {
 	Network string
@@ -480,6 +699,7 @@ func (e *Egress) Status(server string) (EgressStatus, bool) {
 // Close stops every proxy and removes the networks nothing uses any more;
 // nothing is restarted after it.
 func (e *Egress) Close() {
+	e.endLife()
 	e.mu.Lock()
 	e.closed = true
 	nets := e.nets

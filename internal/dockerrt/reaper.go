@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/moby/moby/client"
 )
@@ -126,4 +128,36 @@ func (s *liveSet) has(id, nonce string) bool {
 	}
 	_, ok := s.nonces[nonce]
 	return ok && nonce != ""
+}
+
+// Managed is one container the instance's gateways created, as the
+// dashboard's replicas page shows it.
+type Managed struct {
+	ID      string
+	Name    string
+	Server  string // LabelServer
+	Replica string // LabelReplica: "" when replicas do not share a store
+	Role    string // LabelRole: "" for a provider's own container
+	State   string // the engine's: running, exited, …
+	Created time.Time
+}
+
+// Managed lists the containers of every replica of this instance.
+func (r *Runtime) Managed(ctx context.Context) ([]Managed, error) {
+	lctx, cancel := context.WithTimeout(ctx, shortCallTimeout)
+	defer cancel()
+	list, err := r.api.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: r.replicaFilter("")})
+	if err != nil {
+		return nil, fmt.Errorf("list managed containers: %w", err)
+	}
+	out := make([]Managed, 0, len(list.Items))
+	for _, c := range list.Items {
+		m := Managed{ID: c.ID, Server: c.Labels[LabelServer], Replica: c.Labels[LabelReplica], Role: c.Labels[LabelRole],
+			State: string(c.State), Created: time.Unix(c.Created, 0)}
+		if len(c.Names) > 0 {
+			m.Name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

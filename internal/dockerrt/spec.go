@@ -138,6 +138,16 @@ func Build(s Spec) (*container.Config, *container.HostConfig, *network.Networkin
 		},
 		LogConfig: container.LogConfig{Type: "none"}, // stdio is read over attach; nothing to keep on disk
 	}
+	if s.EgressNetwork {
+		// The egress network has no host address for IPv4 (egress.go); its
+		// bridge still has an IPv6 link-local one, which a container with
+		// IPv6 on could reach the host's [::] listeners at. Some engines
+		// turn IPv6 on in containers: this one is off whatever they do.
+		host.Sysctls = map[string]string{
+			"net.ipv6.conf.all.disable_ipv6":     "1",
+			"net.ipv6.conf.default.disable_ipv6": "1",
+		}
+	}
 	var netCfg *network.NetworkingConfig
 	if mode != "none" && mode != "bridge" {
 		netCfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{mode: {}}}

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,21 @@ type Config struct {
 	Forbidden []netip.Prefix
 	// Clients are the source ranges served (see Proxy.Clients).
 	Clients []netip.Prefix
+	// Control: the gateway holds the proxy's stdin and writes Control
+	// lines to it (the engine's networks as they change); EOF on it means
+	// the gateway is gone, and the proxy exits.
+	Control bool
 }
+
+// Control is one line the gateway writes to a proxy's stdin.
+type Control struct {
+	// Forbid replaces the engine ranges names may not resolve to
+	// (Guard.SetForbidden).
+	Forbid []netip.Prefix `json:"forbid"`
+}
+
+// maxControlLine bounds a Control line: thousands of ranges.
+const maxControlLine = 1 << 20
 
 // Args is c as command-line flags.
 func (c Config) Args() []string {
@@ -41,6 +56,9 @@ func (c Config) Args() []string {
 	}
 	for _, p := range c.Clients {
 		out = append(out, "--client", p.String())
+	}
+	if c.Control {
+		out = append(out, "--control")
 	}
 	return out
 }
@@ -73,18 +91,15 @@ func ParseEvent(line []byte) (Event, bool) {
 	return Event{}, false
 }
 
-// Main is `hangar egress-proxy`: it serves until ctx ends. Events go to
-// stdout, logs to stderr.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Flags is the flag set of `hangar egress-proxy`, which fills cfg.
+func Flags(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("egress-proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg Config
-	fs.StringVar(&cfg.Listen, "listen", fmt.Sprintf(":%d", Port), "address to listen on")
-	fs.Func("allow", "an allowed host[:port] (repeatable)", func(s string) error {
+	fs.StringVar(&cfg.Listen, "listen", fmt.Sprintf(":%d", Port), "`ADDRESS` to listen on")
+	fs.Func("allow", "an allowed `HOST[:PORT]` (repeatable)", func(s string) error {
 		cfg.Allow = append(cfg.Allow, s)
 		return nil
 	})
-	fs.Func("forbid", "a range names may not resolve to (repeatable)", func(s string) error {
+	fs.Func("forbid", "a `CIDR` names may not resolve to (repeatable)", func(s string) error {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return err
@@ -92,7 +107,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Forbidden = append(cfg.Forbidden, p.Masked())
 		return nil
 	})
-	fs.Func("client", "a source range served (repeatable; default any)", func(s string) error {
+	fs.Func("client", "a source `CIDR` served (repeatable; default any)", func(s string) error {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return err
@@ -100,6 +115,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Clients = append(cfg.Clients, p.Masked())
 		return nil
 	})
+	fs.BoolVar(&cfg.Control, "control", false, "read Control lines on stdin; exit when it ends")
+	return fs
+}
+
+// Main is `hangar egress-proxy`: it serves until ctx ends (or, with
+// --control, stdin ends). Events go to stdout, logs to stderr; Control
+// lines come on stdin.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var cfg Config
+	fs := Flags(&cfg)
+	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -122,12 +148,43 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("egress-proxy: %w", err)
 	}
+	if cfg.Control {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			defer stop() // the gateway is gone: so is its proxy
+			readControl(stdin, p.Guard, log)
+		}()
+	}
 	log.Info("egress proxy listening", "listen", ln.Addr().String(), "allow", strings.Join(allow.Strings(), ","))
 	ev.write(Event{Event: EventReady})
 	if err := p.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("egress-proxy: %w", err)
 	}
 	return nil
+}
+
+// readControl applies the gateway's Control lines to g until r ends. A
+// line that is not one is logged and skipped: the last good one holds.
+func readControl(r io.Reader, g *Guard, log *slog.Logger) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxControlLine)
+	for sc.Scan() {
+		var c Control
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			log.Warn("egress proxy: control line ignored", "error", err)
+			continue
+		}
+		for i, p := range c.Forbid {
+			c.Forbid[i] = p.Masked()
+		}
+		g.SetForbidden(c.Forbid)
+		log.Info("egress proxy: engine networks updated", "ranges", len(c.Forbid))
+	}
+	if err := sc.Err(); err != nil {
+		log.Warn("egress proxy: control stream", "error", err)
+	}
 }
 
 // eventWriter writes whole lines, one at a time, so concurrent refusals

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,7 +18,7 @@ import (
 // resolved to.
 const (
 	ReasonNotAllowed = "not_allowed"       // host:port matches no rule
-	ReasonForbidden  = "forbidden_address" // a name resolved to a forbidden address
+	ReasonForbidden  = "forbidden_address" // a name resolved to an address that is not public (Public) or the engine's
 	ReasonBadTarget  = "bad_target"        // not a host:port at all
 )
 
@@ -48,22 +50,54 @@ func AsRefusal(err error) (*Refusal, bool) {
 	return r, ok
 }
 
-// alwaysForbidden are addresses no name may resolve to: the proxy's own
-// loopback, "this network", link-local (169.254.169.254 is the cloud
-// metadata service), multicast, and the metadata addresses of clouds that
-// use other ranges. Only an address rule naming one reaches it.
-var alwaysForbidden = []netip.Prefix{
+// notPublic are the special-purpose ranges (IANA's IPv4 and IPv6
+// special-purpose address registries) that net/netip has no predicate
+// for: shared address space (100.64.0.0/10, carrier NAT, where clouds put
+// metadata services too), "this network", protocol assignments,
+// documentation, benchmarking, reserved, 6to4 and NAT64 (which lead to
+// IPv4 addresses of any kind), discard-only and SRv6. See Public.
+var notPublic = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("127.0.0.0/8"),
-	netip.MustParsePrefix("169.254.0.0/16"),
-	netip.MustParsePrefix("224.0.0.0/4"),
-	netip.MustParsePrefix("255.255.255.255/32"),
-	netip.MustParsePrefix("100.100.100.200/32"),
-	netip.MustParsePrefix("::/128"),
-	netip.MustParsePrefix("::1/128"),
-	netip.MustParsePrefix("fe80::/10"),
-	netip.MustParsePrefix("ff00::/8"),
-	netip.MustParsePrefix("fd00:ec2::254/128"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("192.88.99.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("2001::/23"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("3fff::/20"),
+	netip.MustParsePrefix("5f00::/16"),
+}
+
+// globalUnicast6 is where IANA allocates IPv6 global unicast addresses:
+// every other IPv6 address (NAT64's 64:ff9b::/96 and 64:ff9b:1::/48, the
+// discard-only 100::/64, ULA, link- and site-local, multicast, mapped and
+// compatible IPv4) is not public.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// Public reports whether a is a public unicast address: the only kind a
+// name may resolve to. Everything else (loopback, private, shared,
+// link-local, ULA, NAT64, documentation, multicast, unspecified,
+// broadcast, reserved) is reached only by an address rule naming it.
+func Public(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsValid() || !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() ||
+		a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() {
+		return false
+	}
+	if a.Is6() && !globalUnicast6.Contains(a) {
+		return false
+	}
+	for _, p := range notPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // Resolver is the name lookup the guard uses; *net.Resolver is one.
@@ -75,11 +109,23 @@ type Resolver interface {
 type Guard struct {
 	Allow Allow
 	// Forbidden are further ranges names may not resolve to: the engine's
-	// own networks, so that a name cannot lead a provider to the gateway,
-	// another provider or a compose service it was not given.
+	// own networks (when an engine's address pools are public ones), so
+	// that a name cannot lead a provider to the gateway, another provider
+	// or a compose service it was not given. SetForbidden replaces them
+	// while the guard serves (networks created later).
 	Forbidden []netip.Prefix
 	Resolver  Resolver      // nil: net.DefaultResolver
 	Timeout   time.Duration // per dial attempt; 0: 10s
+
+	// current is what SetForbidden set last; nil: Forbidden.
+	current atomic.Pointer[[]netip.Prefix]
+}
+
+// SetForbidden replaces the engine ranges names may not resolve to; safe
+// while the guard serves.
+func (g *Guard) SetForbidden(ps []netip.Prefix) {
+	ps = slices.Clone(ps)
+	g.current.Store(&ps)
 }
 
 // Check decides a connection to hostport and returns the addresses it may
@@ -142,13 +188,17 @@ func clip(s string) string {
 	return s
 }
 
+// forbidden reports whether a name may not resolve to a: an address that
+// is not public, or one in the engine's networks.
 func (g *Guard) forbidden(a netip.Addr) bool {
-	for _, p := range alwaysForbidden {
-		if p.Contains(a) {
-			return true
-		}
+	if !Public(a) {
+		return true
 	}
-	for _, p := range g.Forbidden {
+	engine := g.Forbidden
+	if cur := g.current.Load(); cur != nil {
+		engine = *cur
+	}
+	for _, p := range engine {
 		if p.Contains(a) {
 			return true
 		}

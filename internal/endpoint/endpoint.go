@@ -3,12 +3,14 @@
 //
 // A POST to /mcp goes through, in this order:
 //
+//	host       Host header allow-list (DNS rebinding; every
+//	           path but /healthz)                                CheckHost
 //	origin     Origin header allow-list (DNS rebinding)          CheckOrigin
 //	auth       token or JWT → identity, scopes, rate limit        auth.HTTP
 //	forward    another replica's session, continuation or
 //	           requestState goes to that replica                  Options.Forward
 //	envelope   body read once, bounded; JSON-RPC shape checked    CheckEnvelope
-//	stages     trace context, scope guard (Guard), stream holds
+//	stages     trace context, scope and policy guard (Guard), stream holds
 //	           (HoldStreams), 2026-07-28 cancellation (Inflight) and
 //	           roots, in the order the gateway gives them        Parts.Stages
 //	routes     the table below, first row that serves wins        Table
@@ -18,6 +20,8 @@
 //	mcp/*        seed 003's management methods      outside sessions
 //	─── session table (2025-11-25 session ids; 2026-07-28 passes) ───
 //	unserved     resources/read of what is withheld  answered here
+//	answers      a client's answer to what a direct  relay.Answers
+//	             call asked on its stream
 //	direct call  plain tools/call by name            the call path
 //	listing      plain tools/list (stateless, or on  the front door's cache
 //	             a session with nothing waiting)
@@ -25,6 +29,21 @@
 //
 // Each row either serves a request or declines it without writing, and
 // the next row is tried; the last row serves everything.
+//
+// Beside /mcp the endpoint serves these paths (New):
+//
+//	/healthz     liveness: 200 while the process answers    always open
+//	/readyz      readiness: 200 once the catalog, the tool   always open
+//	             index and stored state are loaded, else 503
+//	             (Readiness; /mcp requests wait for it too)
+//	/.well-known/oauth-protected-resource[/mcp]   RFC 9728 metadata
+//	Mounts       /events, /metrics, /ui/ (each does its own auth,
+//	             after the Origin check)
+//	/oauth/ (Options.OAuth): upstream logins     no bearer token and no
+//	  /oauth/start/<id>  a caller's login link   Origin check: a browser
+//	  /oauth/callback    the redirect URI        brings neither; the link,
+//	  /oauth/client-metadata.json                the state and a cookie
+//	                                             bind each to one caller
 package endpoint
 
 import (
@@ -44,6 +63,9 @@ type Options struct {
 	// may. A request with any other Origin header gets 403 (DNS rebinding
 	// and cross-site protection, which mcp-go does not do).
 	AllowedOrigins []string
+	// Hosts are the Host headers answered (HostPolicy); a request for
+	// another gets 421 and an audit entry (Auth.Audit).
+	Hosts HostPolicy
 	// SessionIdleTTL ends streamable HTTP sessions idle this long
 	// (server.session_idle_ttl, default 30 minutes).
 	SessionIdleTTL time.Duration
@@ -71,6 +93,15 @@ type Options struct {
 	// (forward.Router.Middleware), counted against the caller's rate
 	// limit here; the owner authenticates them again.
 	Forward func(http.Handler) http.Handler
+	// OAuth, when set, serves /oauth/: the upstream login links, the
+	// OAuth callback and the client metadata document
+	// (upstreamauth.Manager.Handler). A browser reaches it with neither a
+	// bearer token nor a cross-origin-safe Origin (a form posted from the
+	// link's page, a redirect from an authorization server): what it
+	// serves is bound to one caller by the link's and the state's secrets.
+	OAuth http.Handler
+	// Ready is the gateway's readiness (/readyz); nil is always ready.
+	Ready *Readiness
 }
 
 // WithDefaults fills what o leaves unset (New applies it; the gateway
@@ -87,6 +118,10 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.Auth == nil {
 		o.Auth = &auth.HTTP{Auth: auth.NewAuthenticator(context.Background(), config.Auth{}, auth.Options{}), Loopback: true}
+	}
+	if o.Ready == nil {
+		o.Ready = NewReadiness()
+		o.Ready.Ready()
 	}
 	return o
 }
@@ -143,8 +178,8 @@ type Endpoint struct {
 	sessions *SessionTable
 }
 
-// New builds the endpoint: /mcp through the pipeline, /healthz, the
-// OAuth metadata, and p.Mounts.
+// New builds the endpoint: /mcp through the pipeline, /healthz, /readyz,
+// the OAuth metadata, and p.Mounts.
 func New(o Options, p Parts) *Endpoint {
 	o = o.WithDefaults()
 	mux := http.NewServeMux()
@@ -155,8 +190,9 @@ func New(o Options, p Parts) *Endpoint {
 	// Authentication before the body is read; with replicas, Forward
 	// passes another replica's ids there (it looks for one in the body's
 	// first MiB); the envelope check (413, -32600) reads the body once; the
-	// stages see it parsed.
-	h = CheckEnvelope(o.MaxBodyBytes, h)
+	// stages see it parsed; a request that needs what start-up loads
+	// waits for it there.
+	h = CheckEnvelope(o.MaxBodyBytes, o.Ready.gate(h))
 	if o.Forward != nil {
 		h = o.Forward(h)
 	}
@@ -167,10 +203,23 @@ func New(o Options, p Parts) *Endpoint {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	mux.HandleFunc("/readyz", o.Ready.serveReadyz)
 	for path, m := range p.Mounts {
 		mux.Handle(path, m)
 	}
-	return &Endpoint{Handler: CheckOrigin(o.AllowedOrigins, mux), mcp: p.MCP, sessions: p.Sessions}
+	var h2 http.Handler = CheckOrigin(o.AllowedOrigins, mux)
+	if o.OAuth != nil {
+		top := http.NewServeMux()
+		top.Handle("/oauth/", o.OAuth)
+		top.Handle("/", h2)
+		h2 = top
+	}
+	refused := func(r *http.Request) {
+		if o.Auth.Audit != nil {
+			o.Auth.Audit(r, auth.Refusal{Status: http.StatusMisdirectedRequest, Reason: HostRefusedReason})
+		}
+	}
+	return &Endpoint{Handler: CheckHost(o.Hosts, refused, h2), mcp: p.MCP, sessions: p.Sessions}
 }
 
 // handler serves the table: open rows, then the session table, then the

@@ -9,22 +9,35 @@
 // is gone (no live membership row, or it cannot be reached) the request is
 // served where it landed, which answers as for any unknown id: 404 for a
 // session, "expired" for a continuation or a requestState.
+//
+// A forwarded request carries a proof of that one request (ProofHeader):
+// an HMAC, under a key derived from the instance's keystore key, of the
+// sending and the receiving replica, the method, the request URI, the
+// body's digest, the time and a nonce. The receiver (Router.Check) refuses
+// a proof more than Window away from its clock, made for another request
+// or replica, or whose nonce it accepted before: a proof captured on the
+// replica network cannot be used again.
 package forward
 
 import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,9 +49,46 @@ import (
 // request carrying it is served where it arrives, never forwarded again.
 const Header = "X-Hangar-Forwarded-By"
 
-// ProofHeader carries the forwarding replica's proof that it is one
-// (Router.Trusted): an HMAC of its name under the instance's shared key.
+// ProofHeader carries the forwarding replica's proof of the request it
+// forwards (Router.Check): "t=<unix seconds>;n=<nonce>;s=<HMAC, hex>".
 const ProofHeader = "X-Hangar-Forward-Proof"
+
+// Window is how far the time in a proof may be from the receiving
+// replica's clock (either way: the replicas' clocks may differ a little).
+const Window = 30 * time.Second
+
+// Why Router.Check refuses a request marked as forwarded: the reason in
+// its audit entry and log line ("forward_refused: <reason>"). None names
+// a secret or the proof.
+const (
+	// RefusedMissing: the request names a forwarding replica but carries
+	// no proof, or a proof but no replica.
+	RefusedMissing = "proof_missing"
+	// RefusedMalformed: the proof is not in ProofHeader's format.
+	RefusedMalformed = "proof_malformed"
+	// RefusedExpired: the proof's time is more than Window away.
+	RefusedExpired = "proof_expired"
+	// RefusedInvalid: the proof was not made with the instance's key for
+	// this request, from that replica to this one.
+	RefusedInvalid = "proof_invalid"
+	// RefusedReplayed: the proof's nonce was accepted before.
+	RefusedReplayed = "proof_replayed"
+	// RefusedTooMany: more forwarded requests within the window than this
+	// replica remembers nonces of (it refuses rather than forget one).
+	RefusedTooMany = "proof_nonces_full"
+	// RefusedBody: the body is over the bound a forward may carry.
+	RefusedBody = "proof_body_too_large"
+	// RefusedNoKey: this replica has no forwarding key to check with.
+	RefusedNoKey = "proof_unverifiable"
+)
+
+// proofVersion starts the signed text: a later format signs another.
+const proofVersion = "hangar forward v2"
+
+// maxNonces bounds the nonces a replica remembers (those of the proofs it
+// accepted, each until its proof expires): about 10 MiB at most, room for
+// over 4,000 forwarded requests a second to one replica.
+const maxNonces = 1 << 18
 
 // sep ends an id's random part and starts its owner's name: it is in no
 // base32 or hex random part and in no replica name (instance.CheckReplica),
@@ -71,22 +121,30 @@ const sessionHeader = "Mcp-Session-Id"
 type Router struct {
 	// Self is this replica's name.
 	Self string
-	// Key is the instance's shared key (store.Postgres.SharedKey): a
-	// request that proves it was forwarded by a replica was counted
-	// against the rate limits there (Trusted).
+	// Key signs and checks proofs: derived from the instance's keystore
+	// key (store DerivedKey), the same on every replica. A request that
+	// proves it was forwarded by a replica was counted against the rate
+	// limits there (Check). Without a key nothing is forwarded, and a
+	// request marked as forwarded is refused.
 	Key []byte
 	// Members lists the instance's replicas (store.Members.Members).
 	Members func(ctx context.Context) ([]store.Member, error)
 	// Live is how old a heartbeat may be for its replica to count as live.
 	Live time.Duration
-	// Peek bounds the request body read (before the caller is
-	// authenticated) to find an id in it (default 1 MiB): a bigger one
-	// is forwarded only for its session header, else served here.
-	Peek int64
-	Log  *slog.Logger
+	// MaxBody bounds a body read to find an id in it, to sign it or to
+	// check its proof (the endpoint's bound; default 16 MiB): a bigger
+	// one is served where it lands, which refuses it as too large.
+	MaxBody int64
+	Log     *slog.Logger
+	// Now is the clock of proofs (default time.Now).
+	Now func() time.Time
+	// Reached, when set, is told of every forward: whether the owner
+	// answered (metrics).
+	Reached func(ok bool)
 
-	once  sync.Once
-	proxy *httputil.ReverseProxy
+	once   sync.Once
+	proxy  *httputil.ReverseProxy
+	nonces nonces
 
 	mu      sync.Mutex
 	members map[string]store.Member // by replica, as of readAt
@@ -102,16 +160,30 @@ const dialTimeout = 5 * time.Second
 // forward must not cost a store read.
 const membersFresh = time.Second
 
-// ownerKey carries a forwarded request's target to the reverse proxy's
+// targetKey carries a forwarded request's target to the reverse proxy's
 // Rewrite: httputil.ReverseProxy hands it the incoming request, nothing
 // else.
-type ownerKey struct{}
+type targetKey struct{}
+
+// target is where a request goes and what its proof signs.
+type target struct {
+	url   *url.URL
+	owner string
+	body  []byte
+}
 
 func (f *Router) init() {
 	f.once.Do(func() {
 		if f.Log == nil {
 			f.Log = slog.Default()
 		}
+		if f.Now == nil {
+			f.Now = time.Now
+		}
+		if f.MaxBody <= 0 {
+			f.MaxBody = 16 << 20
+		}
+		f.nonces.max = maxNonces
 		f.proxy = &httputil.ReverseProxy{
 			// Replicas talk directly (no $HTTP_PROXY), on a pool of their own.
 			Transport: &http.Transport{
@@ -120,15 +192,21 @@ func (f *Router) init() {
 				IdleConnTimeout:     90 * time.Second,
 			},
 			Rewrite: func(pr *httputil.ProxyRequest) {
-				target := pr.In.Context().Value(ownerKey{}).(*url.URL)
-				pr.SetURL(target)
+				t := pr.In.Context().Value(targetKey{}).(target)
+				pr.SetURL(t.url)
 				pr.Out.URL.Path = pr.In.URL.Path // the advertised URL names the host, the request its path
 				pr.Out.URL.RawPath = pr.In.URL.RawPath
 				pr.Out.Header.Set(Header, f.Self)
-				pr.Out.Header.Set(ProofHeader, f.proof(f.Self))
+				pr.Out.Header.Set(ProofHeader, f.prove(t.owner, pr.Out.Method, pr.Out.URL.RequestURI(), t.body))
 				// Authorization, Mcp-Session-Id, MCP-Protocol-Version and the
 				// rest pass on as they came: the owner authenticates the
 				// caller itself.
+			},
+			ModifyResponse: func(*http.Response) error {
+				if f.Reached != nil {
+					f.Reached(true)
+				}
+				return nil
 			},
 			// Server-Sent Events: every event is passed on at once.
 			FlushInterval: -1,
@@ -137,39 +215,179 @@ func (f *Router) init() {
 	})
 }
 
-// proof is replica's proof of being one of the instance's.
-func (f *Router) proof(replica string) string {
+// prove is the proof of a request this replica forwards to replica to.
+func (f *Router) prove(to, method, uri string, body []byte) string {
+	n := make([]byte, 16)
+	_, _ = rand.Read(n) // crypto/rand.Read never fails on supported platforms
+	nonce := base64.RawURLEncoding.EncodeToString(n)
+	at := f.Now().Unix()
+	return "t=" + strconv.FormatInt(at, 10) + ";n=" + nonce + ";s=" + f.sign(f.Self, to, method, uri, body, at, nonce)
+}
+
+// sign is the HMAC of one forward under Key. Every field but the body's
+// digest is free of newlines (replica names, a method, a request URI as
+// sent, digits, base64url), so the text cannot be read two ways.
+func (f *Router) sign(from, to, method, uri string, body []byte, at int64, nonce string) string {
+	d := sha256.Sum256(body)
 	m := hmac.New(sha256.New, f.Key)
-	m.Write([]byte("hangar forward\x00" + replica))
+	fmt.Fprintf(m, "%s\n%s\n%s\n%s\n%s\n%x\n%d\n%s", proofVersion, from, to, method, uri, d, at, nonce)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// Trusted reports whether r was forwarded by another replica of the
-// instance (not merely marked so by a client): its rate limits were
-// applied there.
-func (f *Router) Trusted(r *http.Request) bool {
-	by, proof := r.Header.Get(Header), r.Header.Get(ProofHeader)
-	if len(f.Key) == 0 || by == "" || proof == "" {
-		return false
+// parseProof splits a ProofHeader value; ok is false when it is not one.
+func parseProof(v string) (at int64, nonce, sig string, ok bool) {
+	parts := strings.Split(v, ";")
+	if len(parts) != 3 || !strings.HasPrefix(parts[0], "t=") || !strings.HasPrefix(parts[1], "n=") || !strings.HasPrefix(parts[2], "s=") {
+		return 0, "", "", false
 	}
-	return hmac.Equal([]byte(proof), []byte(f.proof(by)))
+	at, err := strconv.ParseInt(parts[0][2:], 10, 64)
+	nonce, sig = parts[1][2:], parts[2][2:]
+	if err != nil || len(nonce) != 22 || len(sig) != 2*sha256.Size {
+		return 0, "", "", false
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(nonce); err != nil || len(b) != 16 {
+		return 0, "", "", false
+	}
+	if _, err := hex.DecodeString(sig); err != nil {
+		return 0, "", "", false
+	}
+	return at, nonce, sig, true
+}
+
+// Check tells whether r was forwarded by another replica of the instance,
+// proven: its rate limits were applied there. A request not marked as
+// forwarded is not (forwarded false, refusal ""); one marked as forwarded
+// whose proof does not hold is refused (refusal is one of the Refused*
+// reasons), and must not be served. Check reads the body to check its
+// digest and puts it back.
+func (f *Router) Check(r *http.Request) (forwarded bool, refusal string) {
+	f.init()
+	by, proof := r.Header.Get(Header), r.Header.Get(ProofHeader)
+	switch {
+	case by == "" && proof == "":
+		return false, ""
+	case by == "" || proof == "":
+		return false, RefusedMissing
+	case len(f.Key) == 0:
+		return false, RefusedNoKey
+	}
+	at, nonce, sig, ok := parseProof(proof)
+	if !ok {
+		return false, RefusedMalformed
+	}
+	now := f.Now()
+	if d := now.Sub(time.Unix(at, 0)); d > Window || d < -Window {
+		return false, RefusedExpired
+	}
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		b, err := io.ReadAll(io.LimitReader(r.Body, f.MaxBody+1))
+		_ = r.Body.Close()
+		r.Body = replay(b)
+		if err != nil || int64(len(b)) > f.MaxBody {
+			return false, RefusedBody
+		}
+		body = b
+	}
+	want := f.sign(by, f.Self, r.Method, r.URL.RequestURI(), body, at, nonce)
+	if !hmac.Equal([]byte(sig), []byte(want)) {
+		return false, RefusedInvalid
+	}
+	// Only a proof made with the key takes a place among the nonces: a
+	// caller without it cannot fill them.
+	var n [16]byte
+	_, _ = base64.RawURLEncoding.Decode(n[:], []byte(nonce))
+	switch f.nonces.use(n, time.Unix(at, 0).Add(Window), now) {
+	case nonceReplayed:
+		return false, RefusedReplayed
+	case nonceFull:
+		return false, RefusedTooMany
+	}
+	return true, ""
+}
+
+// nonces are the nonces of the proofs a replica accepted, each until its
+// proof expires: a nonce is good once.
+type nonces struct {
+	mu    sync.Mutex
+	max   int
+	until map[[16]byte]int64 // unix nanoseconds
+	swept time.Time
+}
+
+const (
+	nonceFresh = iota
+	nonceReplayed
+	nonceFull
+)
+
+// use records nonce, good until until, and tells whether it was fresh.
+func (n *nonces) use(nonce [16]byte, until, now time.Time) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.until == nil {
+		n.until = map[[16]byte]int64{}
+	}
+	if _, seen := n.until[nonce]; seen {
+		return nonceReplayed
+	}
+	// Expired nonces go once a second, or at once when there is no room.
+	if len(n.until) >= n.max || now.Sub(n.swept) >= time.Second {
+		for k, u := range n.until {
+			if u <= now.UnixNano() {
+				delete(n.until, k)
+			}
+		}
+		n.swept = now
+	}
+	if len(n.until) >= n.max {
+		return nonceFull
+	}
+	n.until[nonce] = until.UnixNano()
+	return nonceFresh
+}
+
+// CheckAdvertiseURL tells whether u can be a replica's advertise URL: an
+// http or https URL whose host the other replicas can dial. A wildcard
+// host (0.0.0.0, ::, none) is the address a replica listens on, not one
+// it is reached at: the others would send its requests to themselves.
+func CheckAdvertiseURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("advertise URL %q: %w", u, err)
+	}
+	if p.Scheme != "http" && p.Scheme != "https" {
+		return fmt.Errorf("advertise URL %q: want an http:// or https:// URL", u)
+	}
+	host := p.Hostname()
+	if a, err := netip.ParseAddr(host); host == "" || err == nil && a.IsUnspecified() {
+		return fmt.Errorf("advertise URL %q names no address the other replicas can reach (%q is a wildcard): "+
+			"set --advertise-url (or $HANGAR_ADVERTISE_URL) to this replica's own name or address, "+
+			"e.g. http://{{.Task.Name}}:8080 in a Swarm stack", u, host)
+	}
+	return nil
 }
 
 // Middleware passes a request that names another live replica's id to that
-// replica, and every other request to next.
+// replica, and every other request to next. A request another replica
+// forwarded (proven by Check, before) is served here, never forwarded again.
 func (f *Router) Middleware(next http.Handler) http.Handler {
 	f.init()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(Header) != "" {
+		if r.Header.Get(Header) != "" || len(f.Key) == 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
 		owner := Owner(r.Header.Get(sessionHeader))
 		var body []byte
-		replayable := true
-		if r.Method == http.MethodPost && r.Body != nil {
-			body, replayable = f.read(r)
-			if replayable && (owner == "" || owner == f.Self) {
+		if r.Body != nil && r.Body != http.NoBody {
+			var whole bool
+			if body, whole = f.read(r); !whole {
+				// Too big to be served anywhere: refused here.
+				next.ServeHTTP(w, r)
+				return
+			}
+			if r.Method == http.MethodPost && (owner == "" || owner == f.Self) {
 				owner = ownerIn(body)
 			}
 		}
@@ -177,18 +395,16 @@ func (f *Router) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		target, ok := f.lookup(r.Context(), owner)
+		u, ok := f.lookup(r.Context(), owner)
 		if !ok {
 			// Gone: the id is unknown here, and answered so.
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx := context.WithValue(r.Context(), ownerKey{}, target)
-		ctx = context.WithValue(ctx, fallbackKey{}, fallback{next: next, in: r, body: body, replayable: replayable})
+		ctx := context.WithValue(r.Context(), targetKey{}, target{url: u, owner: owner, body: body})
+		ctx = context.WithValue(ctx, fallbackKey{}, fallback{next: next, in: r, body: body})
 		fr := r.WithContext(ctx)
-		if replayable {
-			fr.Body = replay(body)
-		}
+		fr.Body = replay(body)
 		f.proxy.ServeHTTP(w, fr)
 	})
 }
@@ -203,9 +419,6 @@ type fallback struct {
 	next http.Handler
 	in   *http.Request // as it came (the proxy's error handler gets its copy)
 	body []byte
-	// replayable: body is all of it (a bigger one went to the proxy as
-	// it came, and is gone).
-	replayable bool
 }
 
 // unreachable serves a request here when its owner could not be reached
@@ -215,28 +428,21 @@ func (f *Router) unreachable(w http.ResponseWriter, r *http.Request, err error) 
 	if errors.Is(r.Context().Err(), context.Canceled) {
 		return // the caller went away
 	}
-	fb := r.Context().Value(fallbackKey{}).(fallback)
-	if !fb.replayable {
-		f.Log.Warn("owner replica unreachable", "error", err, "path", r.URL.Path)
-		http.Error(w, "Bad Gateway: the gateway replica holding this session does not answer; send initialize to start a new one",
-			http.StatusBadGateway)
-		return
+	if f.Reached != nil {
+		f.Reached(false)
 	}
+	fb := r.Context().Value(fallbackKey{}).(fallback)
 	f.Log.Warn("owner replica unreachable; served here as an unknown id", "error", err, "path", r.URL.Path)
 	in := fb.in.Clone(fb.in.Context())
 	in.Body = replay(fb.body)
 	fb.next.ServeHTTP(w, in)
 }
 
-// read reads r's body up to Peek and puts it back; whole is false when
+// read reads r's body up to MaxBody and puts it back; whole is false when
 // it is bigger (r.Body then reads all of it, as it came).
 func (f *Router) read(r *http.Request) (body []byte, whole bool) {
-	limit := f.Peek
-	if limit <= 0 {
-		limit = 1 << 20
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil || int64(len(b)) > limit {
+	b, err := io.ReadAll(io.LimitReader(r.Body, f.MaxBody+1))
+	if err != nil || int64(len(b)) > f.MaxBody {
 		r.Body = struct {
 			io.Reader
 			io.Closer
@@ -303,11 +509,11 @@ func (f *Router) lookup(ctx context.Context, replica string) (*url.URL, bool) {
 		}
 	}
 	m, ok := f.members[replica]
-	if !ok || m.AdvertiseURL == "" || time.Since(m.HeartbeatAt) >= f.Live {
+	if !ok || time.Since(m.HeartbeatAt) >= f.Live || CheckAdvertiseURL(m.AdvertiseURL) != nil {
 		return nil, false
 	}
 	u, err := url.Parse(m.AdvertiseURL)
-	if err != nil || u.Host == "" {
+	if err != nil {
 		return nil, false
 	}
 	return u, true

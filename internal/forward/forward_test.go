@@ -57,7 +57,7 @@ func TestOwnerIn(t *testing.T) {
 // replicas is a router of replica r1 whose members are the given
 // replicas at the given URLs (heartbeat now, unless stale).
 func router(urls map[string]string, stale ...string) *Router {
-	return &Router{Self: "r1", Key: []byte("0123456789abcdef0123456789abcdef"), Live: 15 * time.Second, Peek: 1 << 10, Members: func(context.Context) ([]store.Member, error) {
+	return &Router{Self: "r1", Key: []byte("0123456789abcdef0123456789abcdef"), Live: 15 * time.Second, MaxBody: 1 << 10, Members: func(context.Context) ([]store.Member, error) {
 		var ms []store.Member
 		for name, u := range urls {
 			beat := time.Now()
@@ -84,8 +84,10 @@ var owner = &Router{Self: "r2", Key: []byte("0123456789abcdef0123456789abcdef")}
 func recorder(where string, got chan<- served) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		trusted, _ := owner.Check(r)
 		got <- served{where: where, hop: r.Header.Get(Header), auth: r.Header.Get("Authorization"), body: string(b), host: r.Host,
-			trusted: owner.Trusted(r)}
+			trusted: trusted}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		// Two events with a pause: the second must not be needed for the
@@ -129,8 +131,8 @@ func TestMiddleware(t *testing.T) {
 		{"owner gone (stale heartbeat)", http.MethodPost, "A~r3", "", `{"method":"ping"}`, "here"},
 		{"owner unknown", http.MethodPost, "A~r7", "", `{"method":"ping"}`, "here"},
 		{"owner unreachable", http.MethodPost, "A~r4", "", `{"method":"ping"}`, "here"},
-		{"body over the peek, its id not read", http.MethodPost, "", "", long, "here"},
-		{"body over the peek in another replica's session", http.MethodPost, "A~r2", "", long, "r2"},
+		{"body over the bound, its id not read", http.MethodPost, "", "", long, "here"},
+		{"body over the bound in another replica's session", http.MethodPost, "A~r2", "", long, "here"},
 	}
 	for _, tt := range tests {
 		req := httptest.NewRequest(tt.method, "/mcp", strings.NewReader(tt.body))
@@ -158,22 +160,12 @@ func TestMiddleware(t *testing.T) {
 		}
 	}
 
-	// An unreachable owner of a session whose big body went to it cannot
-	// be served here any more.
-	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(long))
-	req.Header.Set(sessionHeader, "A~r4")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusBadGateway {
-		t.Errorf("big body, owner unreachable: %d %s, want 502", rec.Code, rec.Body)
-	}
-
 	// A stream from the owner arrives event by event.
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/mcp?wait=1", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/mcp?wait=1", nil)
 	req.Header.Set(sessionHeader, "A~r2")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -189,17 +181,20 @@ func TestMiddleware(t *testing.T) {
 	}
 }
 
-// TestTrusted: a request forwarded by a replica of the instance proves it;
-// a client that marks its request as forwarded does not, nor does a
-// replica of another instance (another key).
-func TestTrusted(t *testing.T) {
+// TestCheck: a request forwarded by a replica of the instance proves it,
+// once; a client that marks its request as forwarded does not, nor does a
+// replica of another instance (another key), nor a proof made for another
+// request, another replica, or more than Window ago.
+func TestCheck(t *testing.T) {
 	t.Parallel()
 	key := []byte("0123456789abcdef0123456789abcdef")
-	r1 := &Router{Self: "r1", Key: key}
-	r2 := &Router{Self: "r2", Key: key}
-	stranger := &Router{Self: "r1", Key: []byte("another key of 32 bytes, really.")}
-	req := func(by, proof string) *http.Request {
-		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	r1 := &Router{Self: "r1", Key: key, Now: clock}
+	stranger := &Router{Self: "r1", Key: []byte("another key of 32 bytes, really."), Now: clock}
+	const uri, body = "/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	req := func(method, uri, body, by, proof string) *http.Request {
+		r := httptest.NewRequest(method, uri, strings.NewReader(body))
 		if by != "" {
 			r.Header.Set(Header, by)
 		}
@@ -208,24 +203,106 @@ func TestTrusted(t *testing.T) {
 		}
 		return r
 	}
-	tests := []struct {
-		name string
-		r    *http.Request
-		want bool
-	}{
-		{"forwarded by r1", req("r1", r1.proof("r1")), true},
-		{"not forwarded", req("", ""), false},
-		{"marked by a client", req("r1", ""), false},
-		{"a proof for another name", req("r3", r1.proof("r1")), false},
-		{"a forged proof", req("r1", strings.Repeat("0", 64)), false},
-		{"another instance's replica", req("r1", stranger.proof("r1")), false},
+	ok := r1.prove("r2", http.MethodPost, uri, []byte(body))
+	at := func(d time.Duration) string {
+		r := &Router{Self: "r1", Key: key, Now: func() time.Time { return now.Add(d) }}
+		return r.prove("r2", http.MethodPost, uri, []byte(body))
 	}
+	tests := []struct {
+		name    string
+		r       *http.Request
+		fwd     bool
+		refusal string
+	}{
+		{"not forwarded", req(http.MethodPost, uri, body, "", ""), false, ""},
+		{"forwarded by r1", req(http.MethodPost, uri, body, "r1", ok), true, ""},
+		{"the same proof again", req(http.MethodPost, uri, body, "r1", ok), false, RefusedReplayed},
+		{"a proof from 29s ago", req(http.MethodPost, uri, body, "r1", at(-29*time.Second)), true, ""},
+		{"a proof from 29s ahead (clock skew)", req(http.MethodPost, uri, body, "r1", at(29*time.Second)), true, ""},
+		{"a proof from 31s ago", req(http.MethodPost, uri, body, "r1", at(-31*time.Second)), false, RefusedExpired},
+		{"a proof from 31s ahead", req(http.MethodPost, uri, body, "r1", at(31*time.Second)), false, RefusedExpired},
+		{"marked by a client", req(http.MethodPost, uri, body, "r1", ""), false, RefusedMissing},
+		{"a proof without its replica", req(http.MethodPost, uri, body, "", r1.prove("r2", http.MethodPost, uri, []byte(body))), false, RefusedMissing},
+		{"another body", req(http.MethodPost, uri, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "r1",
+			r1.prove("r2", http.MethodPost, uri, []byte(body))), false, RefusedInvalid},
+		{"another request URI", req(http.MethodPost, "/mcp?x=1", body, "r1", r1.prove("r2", http.MethodPost, uri, []byte(body))), false, RefusedInvalid},
+		{"another method", req(http.MethodDelete, uri, "", "r1", r1.prove("r2", http.MethodGet, uri, nil)), false, RefusedInvalid},
+		{"made for another replica", req(http.MethodPost, uri, body, "r1", r1.prove("r3", http.MethodPost, uri, []byte(body))), false, RefusedInvalid},
+		{"claimed by another sender", req(http.MethodPost, uri, body, "r3", r1.prove("r2", http.MethodPost, uri, []byte(body))), false, RefusedInvalid},
+		{"another instance's replica", req(http.MethodPost, uri, body, "r1", stranger.prove("r2", http.MethodPost, uri, []byte(body))), false, RefusedInvalid},
+		{"a forged proof", req(http.MethodPost, uri, body, "r1", "t=1800000000;n=AAAAAAAAAAAAAAAAAAAAAA;s="+strings.Repeat("0", 64)), false, RefusedInvalid},
+		{"the proof of the old format", req(http.MethodPost, uri, body, "r1", strings.Repeat("0", 64)), false, RefusedMalformed},
+		{"a nonce of another length", req(http.MethodPost, uri, body, "r1", "t=1800000000;n=AAAA;s="+strings.Repeat("0", 64)), false, RefusedMalformed},
+		{"a GET stream", req(http.MethodGet, uri, "", "r1", r1.prove("r2", http.MethodGet, uri, nil)), true, ""},
+	}
+	r2 := &Router{Self: "r2", Key: key, Now: clock}
 	for _, tt := range tests {
-		if got := r2.Trusted(tt.r); got != tt.want {
-			t.Errorf("%s: Trusted = %v, want %v", tt.name, got, tt.want)
+		fwd, refusal := r2.Check(tt.r)
+		if fwd != tt.fwd || refusal != tt.refusal {
+			t.Errorf("%s: Check = %v, %q; want %v, %q", tt.name, fwd, refusal, tt.fwd, tt.refusal)
+		}
+		// The body is there for whoever serves the request.
+		if b, _ := io.ReadAll(tt.r.Body); tt.r.Method == http.MethodPost && len(b) == 0 {
+			t.Errorf("%s: the body is gone", tt.name)
 		}
 	}
-	if (&Router{Self: "r2"}).Trusted(req("r1", r1.proof("r1"))) {
-		t.Error("a router without a key trusts a proof")
+	if _, refusal := (&Router{Self: "r2"}).Check(req(http.MethodPost, uri, body, "r1", r1.prove("r2", http.MethodPost, uri, []byte(body)))); refusal != RefusedNoKey {
+		t.Errorf("a router without a key: %q, want %q", refusal, RefusedNoKey)
+	}
+	big := &Router{Self: "r2", Key: key, Now: clock, MaxBody: 8}
+	if _, refusal := big.Check(req(http.MethodPost, uri, body, "r1", r1.prove("r2", http.MethodPost, uri, []byte(body)))); refusal != RefusedBody {
+		t.Errorf("a body over the bound: %q, want %q", refusal, RefusedBody)
+	}
+}
+
+// TestNonces: a nonce is good once; the remembered ones go when their
+// proof expires; when there is no room left, a proof is refused rather
+// than a nonce forgotten.
+func TestNonces(t *testing.T) {
+	t.Parallel()
+	n := nonces{max: 2}
+	now := time.Unix(1_800_000_000, 0)
+	a, b, c := [16]byte{1}, [16]byte{2}, [16]byte{3}
+	if n.use(a, now.Add(Window), now) != nonceFresh || n.use(a, now.Add(Window), now) != nonceReplayed {
+		t.Fatal("a nonce used twice was fresh twice")
+	}
+	if n.use(b, now.Add(time.Second), now) != nonceFresh {
+		t.Fatal("b refused")
+	}
+	if got := n.use(c, now.Add(Window), now); got != nonceFull {
+		t.Fatalf("c with no room: %d, want full", got)
+	}
+	later := now.Add(2 * time.Second) // b's proof has expired: its place is free
+	if got := n.use(c, later.Add(Window), later); got != nonceFresh {
+		t.Fatalf("c once b expired: %d, want fresh", got)
+	}
+	if n.use(a, later.Add(Window), later) != nonceReplayed {
+		t.Error("a forgotten before its proof expired")
+	}
+}
+
+// TestCheckAdvertiseURL: a wildcard host is no address to forward to.
+func TestCheckAdvertiseURL(t *testing.T) {
+	t.Parallel()
+	for u, ok := range map[string]bool{
+		"http://hangar_hangar.1.abc:8080": true,
+		"http://10.0.0.5:8080":            true,
+		"https://gw-2.example":            true,
+		"http://[fd00::5]:8080":           true,
+		"http://0.0.0.0:8080":             false,
+		"http://[::]:8080":                false,
+		"http://:8080":                    false,
+		"http://":                         false,
+		"":                                false,
+		"ftp://gw:21":                     false,
+		"gw:8080":                         false,
+	} {
+		if err := CheckAdvertiseURL(u); (err == nil) != ok {
+			t.Errorf("CheckAdvertiseURL(%q) = %v, want ok %v", u, err, ok)
+		}
+	}
+	err := CheckAdvertiseURL("http://0.0.0.0:8080")
+	if err == nil || !strings.Contains(err.Error(), "--advertise-url") || !strings.Contains(err.Error(), "HANGAR_ADVERTISE_URL") {
+		t.Errorf("the wildcard's error does not say what to set: %v", err)
 	}
 }

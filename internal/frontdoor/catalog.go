@@ -43,6 +43,9 @@ func imageOf(s *config.Server) string {
 		return ""
 	case s.Image != "":
 		return s.Image
+	case s.Package != nil:
+		// What it runs is the package its version range is pinned to.
+		return s.Package.String()
 	case s.Endpoint != "":
 		// Stored with the catalog: never with the endpoint's credentials.
 		return redact.URL(s.Endpoint)

@@ -34,6 +34,9 @@ func (f *FrontDoor) CompletePromptArgument(ctx context.Context, name string, arg
 		// The words of prompts/get for a prompt not served to this caller.
 		return nil, fmt.Errorf("prompt '%s' not found", name)
 	}
+	if err := f.admit(ctx, string(mcp.MethodCompletionComplete), b.Server, "", b.Tool); err != nil {
+		return nil, err
+	}
 	return f.complete(ctx, b.Server, mcp.PromptReference{Type: "ref/prompt", Name: b.Tool}, arg, cc)
 }
 
@@ -47,6 +50,9 @@ func (f *FrontDoor) CompleteResourceArgument(ctx context.Context, uri string, ar
 	}
 	if e := auth.Caller(ctx).Check(auth.MethodScope(string(mcp.MethodCompletionComplete)), ""); e != nil {
 		return nil, e
+	}
+	if err := f.admit(ctx, string(mcp.MethodCompletionComplete), owner, uri, ""); err != nil {
+		return nil, err
 	}
 	return f.complete(ctx, owner, mcp.ResourceReference{Type: "ref/resource", URI: uri}, arg, cc)
 }

@@ -379,6 +379,9 @@ func (f *FrontDoor) readResource(owner string) server.ResourceHandlerFunc {
 			// second line, for every other way in.
 			return nil, fmt.Errorf("handler not found for resource URI '%s': %w", req.Params.URI, server.ErrResourceNotFound)
 		}
+		if err := f.admit(ctx, string(mcp.MethodResourcesRead), owner, req.Params.URI, ""); err != nil {
+			return nil, err
+		}
 		var raw json.RawMessage
 		err := f.src.Extras(ctx, owner, true, func(ctx context.Context, b provider.Extras) error {
 			var err error
@@ -402,6 +405,9 @@ func (f *FrontDoor) getPrompt(owner, name string) server.PromptHandlerFunc {
 		if !f.mayUse(ctx, owner) {
 			// The prompt filter hides it from mcp-go's lookup already.
 			return nil, fmt.Errorf("prompt '%s' not found: %w", req.Params.Name, server.ErrPromptNotFound)
+		}
+		if err := f.admit(ctx, string(mcp.MethodPromptsGet), owner, "", name); err != nil {
+			return nil, err
 		}
 		var raw json.RawMessage
 		err := f.src.Extras(ctx, owner, true, func(ctx context.Context, b provider.Extras) error {

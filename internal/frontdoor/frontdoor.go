@@ -37,6 +37,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/relay"
 	"github.com/mcp-hangar/hangar/internal/store"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
+	"github.com/mcp-hangar/hangar/internal/upstreamauth"
 )
 
 // prefetchParallelism bounds concurrent catalog prefetches.
@@ -53,6 +54,11 @@ type Binding struct {
 	// version (a refresh that changes nothing keeps it).
 	BoundAt time.Time     `json:"bound_at"`
 	def     *mcpconn.Tool // in the catalog it was bound from
+	// withheld: its server was quarantined at the refresh that bound it
+	// (Servable.Quarantined): left out of the search index, and a change
+	// of the listing when it flips. Visible asks Quarantined for the
+	// state now.
+	withheld bool
 }
 
 // groupSource says which member's catalog a group lists.
@@ -88,13 +94,24 @@ type FrontDoor struct {
 	src Source
 	// Catalogs keeps catalogs across restarts; nil keeps them in memory.
 	Catalogs store.Catalogs
+	// Quarantined, when set, names the servers whose tools are withheld
+	// now (a quarantine): they are neither listed, found nor callable by
+	// their callable names, whatever the last refresh bound.
+	Quarantined func(server string) bool
 	// Withheld, when set, names the servers nothing of which is served now
 	// (quarantined, disabled): their resources, templates and prompts are
 	// not listed, read, got, completed or subscribed to.
 	Withheld func(server string) bool
 	// Reach, when set, narrows hangar_find_tools' matches and the servers
 	// its description names to what the caller may call (search.go).
-	Reach    Reach
+	Reach Reach
+	// Admit, when set, decides a use of a server that is not a tool call
+	// (policy.go): a non-nil error is the answer.
+	Admit func(ctx context.Context, u Use) error
+	// View, when set, is what the caller's listings depend on beside its
+	// scopes and servers (the policy's view of it): listings are kept
+	// per view.
+	View     func(ctx context.Context) string
 	naming   string
 	prefetch bool
 	log      *slog.Logger
@@ -138,6 +155,13 @@ type FrontDoor struct {
 	// search is the tool search of front_door.discovery "search"
 	// (tools_find.go); nil in list mode.
 	search *toolSearch
+
+	// refreshes counts Refreshes begun and done, for Sync.
+	refreshes struct {
+		sync.Mutex
+		begun, done uint64
+		changed     chan struct{} // closed when done changes
+	}
 }
 
 // New returns a front door over src; Attach gives it its server.
@@ -242,18 +266,68 @@ func (f *FrontDoor) Run(ctx context.Context) {
 	}
 }
 
+// Sync returns once a Refresh that began after the call has finished:
+// the listed tools, the bindings and the published search catalog then
+// hold every server served at the call, with the catalogs stored for
+// them. It kicks Run for that Refresh. Catalogs that must be prefetched
+// (a container started to learn its tools) are not waited for.
+func (f *FrontDoor) Sync(ctx context.Context) error {
+	r := &f.refreshes
+	r.Lock()
+	want := r.begun + 1
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	r.Unlock()
+	f.Kick()
+	for {
+		r.Lock()
+		done, ch := r.done >= want, r.changed
+		r.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// refreshBegins and refreshDone count Refreshes for Sync.
+func (f *FrontDoor) refreshBegins() uint64 {
+	r := &f.refreshes
+	r.Lock()
+	defer r.Unlock()
+	r.begun++
+	return r.begun
+}
+
+func (f *FrontDoor) refreshDone(n uint64) {
+	r := &f.refreshes
+	r.Lock()
+	defer r.Unlock()
+	r.done = n
+	if r.changed != nil {
+		close(r.changed)
+	}
+	r.changed = make(chan struct{})
+}
+
 // Refresh brings the listed tools in step with the served set now, and
 // returns the servers whose catalog should be prefetched.
 func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	f.refreshMu.Lock()
 	defer f.refreshMu.Unlock()
+	defer f.refreshDone(f.refreshBegins())
 
 	// A binding points into the catalog it came from (kept in f.cache):
 	// with 10,000 tools a copy of each definition per binding was more
 	// than a megabyte.
 	type entry struct {
-		group bool
-		def   *mcpconn.Tool
+		group, withheld bool
+		def             *mcpconn.Tool
 	}
 	var reqs []nameRequest
 	entries := map[nameRequest]entry{}
@@ -295,7 +369,7 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 				continue // a provider that lists a name twice
 			}
 			reqs = append(reqs, r)
-			entries[r] = entry{group: sv.Group, def: &cat.Tools[i]}
+			entries[r] = entry{group: sv.Group, withheld: sv.Quarantined, def: &cat.Tools[i]}
 		}
 	}
 
@@ -315,7 +389,7 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	now := time.Now().UTC()
 	for _, r := range reqs {
 		e := entries[r]
-		b := &Binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.group, Version: versions[r.Server], BoundAt: now, def: e.def}
+		b := &Binding{Callable: names[r], Server: r.Server, Tool: r.Tool, Group: e.group, Version: versions[r.Server], BoundAt: now, def: e.def, withheld: e.withheld}
 		if prev := f.Binding(b.Callable); prev != nil && prev.Server == b.Server && prev.Tool == b.Tool && prev.Version == b.Version {
 			b.BoundAt = prev.BoundAt
 		}
@@ -340,6 +414,9 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 			for _, part := range [...]string{n, b.Server, b.Tool, b.Version} {
 				line = append(append(line, part...), 0)
 			}
+			if b.withheld {
+				line = append(line, 'w', 0) // a quarantine lifted or set is a change of the listing
+			}
 			h.Write(line)
 		}
 		sig = string(h.Sum(nil))
@@ -358,7 +435,13 @@ func (f *FrontDoor) Refresh(ctx context.Context) (prefetch []string) {
 	f.mu.Lock()
 	f.bindings, f.byServer, f.versions, f.hidden, f.groups = bindings, byServer, versions, hidden, groups
 	f.mu.Unlock()
-	f.refreshSearch(servables, byServer, sig, change)
+	searchable := make(map[string][]*Binding, len(byServer))
+	for id, bs := range byServer {
+		if !bs[0].withheld {
+			searchable[id] = bs
+		}
+	}
+	f.refreshSearch(servables, searchable, sig, change)
 
 	if !change {
 		return prefetch
@@ -485,14 +568,24 @@ func validHeaderAnnotations(t *mcp.Tool) error {
 // hangar:call and a server the identity may reach. A caller without an
 // identity is local, with every scope.
 func (f *FrontDoor) Visible(ctx context.Context, t mcp.Tool) bool {
-	id, ok := auth.FromContext(ctx)
-	if !ok {
-		return true
-	}
 	f.mu.RLock()
 	b, isProvider := f.bindings[t.Name]
 	f.mu.RUnlock()
-	return !isProvider || (id.Has(auth.ScopeCall) && id.MayReach(b.Server))
+	if !isProvider {
+		return true
+	}
+	if f.quarantined(b.Server) {
+		// Asked now, not at the last refresh: withheld the moment a
+		// quarantine is set, callable again the moment it is lifted.
+		return false
+	}
+	id, ok := auth.FromContext(ctx)
+	return !ok || (id.Has(auth.ScopeCall) && id.MayReach(b.Server))
+}
+
+// quarantined reports whether server's tools are withheld now.
+func (f *FrontDoor) quarantined(server string) bool {
+	return f.Quarantined != nil && f.Quarantined(server)
 }
 
 func (f *FrontDoor) Binding(name string) *Binding {
@@ -516,6 +609,9 @@ func (f *FrontDoor) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	res, err := f.src.Call(ctx, rq, b.Server, b.Tool, req.GetRawArguments())
 	relay.AwaitProgressWritten(relay.ClientOf(ctx))
 	if err != nil {
+		if res, herr, ok := upstreamauth.Answer(ctx, err); ok {
+			return res, herr
+		}
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	if len(raw) > 0 {
@@ -553,6 +649,27 @@ func (f *FrontDoor) Details(server string) map[string]any {
 		out["members_disagree"] = append([]string{}, g.Disagree...)
 	}
 	return out
+}
+
+// Callables are the callable names of server's tools and of its prompts,
+// by their names on the server (the dashboard's Try calls them by these);
+// none for a server the front door does not list (expose: false), whose
+// tools hangar_call reaches.
+func (f *FrontDoor) Callables(server string) (tools, prompts map[string]string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.hidden[server] {
+		return nil, nil
+	}
+	tools = make(map[string]string, len(f.byServer[server]))
+	for _, b := range f.byServer[server] {
+		tools[b.Tool] = b.Callable
+	}
+	prompts = make(map[string]string, len(f.view.promptsOf[server]))
+	for _, b := range f.view.promptsOf[server] {
+		prompts[b.Tool] = b.Callable
+	}
+	return tools, prompts
 }
 
 // Events is what the front door hears of providers: every event after

@@ -217,7 +217,7 @@ func (f *FrontDoor) ServingToolsList(s *server.MCPServer, st *server.StreamableH
 			// The filters see the session as mcp-go gives it to them.
 			ctx, version = s.WithContext(ctx, session), sessionProtocols
 		}
-		key := listingKey{view: viewOf(ctx) + f.searchView(ctx), version: version}
+		key := listingKey{view: f.viewOf(ctx) + f.searchView(ctx), version: version}
 		answer, gen, keep := f.listing.get(key)
 		if !keep {
 			return false // the tool set is changing
@@ -254,13 +254,17 @@ func (f *FrontDoor) ServingToolsList(s *server.MCPServer, st *server.StreamableH
 
 // viewOf is the caller's view of the tool set: the tool filters
 // (mayCall, FrontDoor.visible) read the identity's scopes and server
-// filter and nothing else.
-func viewOf(ctx context.Context) string {
+// filter, and the policy's filter what View says.
+func (f *FrontDoor) viewOf(ctx context.Context) string {
+	view := ""
+	if f.View != nil {
+		view = "\x00" + f.View(ctx)
+	}
 	id, ok := auth.FromContext(ctx)
 	if !ok {
-		return "" // no identity: both filters pass everything
+		return view // no identity: the scope filters pass everything
 	}
-	return "id\x00" + id.ViewKey()
+	return "id\x00" + id.ViewKey() + view
 }
 
 // plainToolsList reports whether mcp-go would answer r with the plain

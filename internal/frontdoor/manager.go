@@ -42,7 +42,9 @@ func (s ManagerSource) Servable() []Servable {
 		if _, member := s.Providers.GroupOf(p.ID()); member {
 			continue
 		}
-		out = append(out, Servable{ID: p.ID(), Spec: p.Spec(), Hidden: s.hidden(p.ID(), p.Spec()), Tools: p.Tools(), Predefined: p.Predefined(), Cold: p.State() == provider.Cold})
+		_, quarantined := p.Quarantined()
+		out = append(out, Servable{ID: p.ID(), Spec: p.Spec(), Hidden: s.hidden(p.ID(), p.Spec()), Tools: p.Tools(), Predefined: p.Predefined(),
+			Cold: p.State() == provider.Cold, Quarantined: quarantined})
 	}
 	for _, g := range s.Groups.List() {
 		sv := Servable{ID: g.ID(), Group: true, Spec: g.Spec(), Hidden: s.hidden(g.ID(), g.Spec())}

@@ -405,7 +405,7 @@ func (f *FrontDoor) reach(ctx context.Context) func(callable, server string) boo
 // is still bound there and reach lets the caller use it.
 func (f *FrontDoor) findable(reach func(callable, server string) bool, callable, server string) bool {
 	b := f.Binding(callable)
-	return b != nil && b.Server == server && reach(callable, server)
+	return b != nil && !b.withheld && !f.quarantined(server) && b.Server == server && reach(callable, server)
 }
 
 // Searching reports whether the front door is in search mode.
@@ -457,7 +457,7 @@ func (f *FrontDoor) ListedInSearch(ctx context.Context, tools []mcp.Tool) []mcp.
 // ctx: what it does and the servers the caller can reach.
 func (f *FrontDoor) findDescription(ctx context.Context, l *searchListing) string {
 	s := f.search
-	view := strconv.FormatUint(l.gen, 10) + "\x00" + viewOf(ctx)
+	view := strconv.FormatUint(l.gen, 10) + "\x00" + f.viewOf(ctx)
 	s.descMu.Lock()
 	d, ok := s.descs[view]
 	s.descMu.Unlock()

@@ -18,8 +18,8 @@ import (
 // (ManagerSource); the catalog can take its place.
 type Source interface {
 	// Servable lists the servers agents may see, sorted by ID: top-level
-	// providers and groups; never a group member, nor a pending or
-	// quarantined server. It does no I/O and starts nothing.
+	// providers and groups; never a group member, nor a pending server
+	// (a quarantined one is marked). It does no I/O and starts nothing.
 	Servable() []Servable
 	// Call invokes tool on server (a provider or a group ID) the way
 	// hangar_call does: single-flight cold start, limits, breaker and
@@ -56,6 +56,12 @@ type Servable struct {
 	Predefined bool
 	// Cold says the server has no backend running (prefetch candidates).
 	Cold bool
+	// Quarantined: its tools are withheld (a quarantine, until an
+	// approval): none is listed or found by search, not even those of
+	// the catalog kept from before; a call by name gets the quarantine's
+	// answer. Its resources and prompts are read still, and withheld per
+	// request (FrontDoor.Withheld).
+	Quarantined bool
 	// Members are a group's members, in order; CatalogFrom is the one
 	// whose catalog Tools is, and Disagree the others whose known
 	// catalog differs from it.

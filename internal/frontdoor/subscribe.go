@@ -261,6 +261,9 @@ func (f *FrontDoor) subscribe(ctx context.Context, session, uri string) error {
 	if e := auth.Caller(ctx).Check(auth.MethodScope(string(mcp.MethodResourcesSubscribe)), ""); e != nil {
 		return e
 	}
+	if err := f.admit(ctx, string(mcp.MethodResourcesSubscribe), owner, uri, ""); err != nil {
+		return err
+	}
 	key := subKey{owner, uri}
 	up, added := f.subs.add(session, key)
 	if !added {

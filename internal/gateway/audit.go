@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/audit"
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/policy"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -50,16 +51,19 @@ const recentAuditLimit = 20
 // auditProviderCall records one call routed to a provider or group.
 // denied says the gateway refused the call before it reached the server
 // (its servers, a disabled server).
-func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool string, began time.Time, res *mcp.CallToolResult, err error, denied bool) {
+func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool string, began time.Time, res *mcp.CallToolResult, err error, denied bool, dec policy.Decision) {
 	e := store.AuditEntry{
 		Server:     server,
 		Action:     action,
 		Tool:       tool,
 		Allowed:    true,
 		DurationMs: float64(time.Since(began).Microseconds()) / 1000,
+		Rule:       dec.Rule,
 	}
 	var ae *auth.Error
 	switch kind := provider.KindOf(err); {
+	case dec.Evaluated && !dec.Allowed:
+		e.Allowed, e.Outcome, e.Reason = false, audit.OutcomeDenied, policyReason(dec)
 	case errors.As(err, &ae):
 		e.Allowed, e.Outcome, e.Reason = false, audit.OutcomeDenied, audit.ForbiddenReason(ae)
 	case denied && err != nil:
@@ -74,6 +78,11 @@ func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool st
 		e.Outcome = provider.KindTimeout
 	default:
 		e.Outcome = kind
+	}
+	if e.Allowed && dec.Err != nil {
+		// An allow rule failed: the call went on under another rule or the
+		// default, and the audit keeps CEL's error.
+		e.Reason = policyReason(dec)
 	}
 	g.RecordAudit(ctx, e)
 }

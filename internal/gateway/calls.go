@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -44,7 +45,9 @@ import (
 
 // directCalls is the routing row of plain calls of s: it serves them and
 // declines everything else; nil when s is not a server MCPServer built.
-func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServer) func(http.ResponseWriter, *http.Request) bool {
+// answers takes the client's answers to what a call's relay asks on the
+// call's own stream (relay/stream.go).
+func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServer, answers *relay.Answers) func(http.ResponseWriter, *http.Request) bool {
 	c, ok := g.chains.Load(s)
 	if !ok {
 		return nil // not a server MCPServer built
@@ -72,6 +75,10 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 			call, plain = plainCall(r, s, st, chain, neutral, clients)
 		case g.FrontDoor != nil: // it knows the sessions mcp-go holds
 			call, plain = g.plainSessionCall(r, s, chain, neutral, clients)
+			if plain {
+				call.stream = relay.NewCallStream(w, r, answers)
+				call.ctx = relay.WithDirectCall(call.ctx, s, call.stream)
+			}
 		}
 		if !plain {
 			return false
@@ -103,13 +110,26 @@ func (g *Gateway) directCalls(s *server.MCPServer, st *server.StreamableHTTPServ
 			answer, err = resultAnswer(call.id, res, meta)
 		}
 		if err != nil {
-			answer, _ = json.Marshal(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(call.id),
-				Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)})
+			details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
+			var needsLogin mcp.URLElicitationRequiredError
+			if errors.As(err, &needsLogin) && !call.info.Modern {
+				// As mcp-go answers a handler's URL elicitation required
+				// error on 2025-11-25: -32042 with the elicitations.
+				details = needsLogin.JSONRPCError().Error
+			}
+			answer, _ = json.Marshal(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(call.id), Error: details})
 			answer = append(answer, '\n') // as json.Encoder ends it
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK) // -32603 is 200 on 2026-07-28 too
-		if _, err := w.Write(answer); err != nil {
+		if call.stream != nil {
+			// A session's call: the answer ends the stream if a request to
+			// the client upgraded it.
+			err = call.stream.Finish(answer)
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK) // -32603 is 200 on 2026-07-28 too
+			_, err = w.Write(answer)
+		}
+		if err != nil {
 			g.Log.Debug("writing a tool answer", telemetry.FieldError, err)
 		}
 		return true
@@ -124,8 +144,10 @@ type directCall struct {
 	tool *server.ServerTool
 	// ctx is the request's context with what mcp-go would put in it that
 	// the gateway's handlers read: the protocol info, and on a session
-	// the server and the session.
+	// the session, with the server and stream the relay uses.
 	ctx context.Context
+	// stream is a session's call's response stream (nil on 2026-07-28).
+	stream *relay.CallStream
 }
 
 // plainCall reports whether r is a plain call (see the top of this file)
@@ -151,22 +173,22 @@ func plainCall(r *http.Request, s *server.MCPServer, st *server.StreamableHTTPSe
 // protocols (2025-11-25 and before), whose session mcp-go holds (the
 // session table's, endpoint/mcpsession.go, or its own while a GET stream
 // is open). Beside a stateless plain call's, its conditions are those
-// under which mcp-go answers on a session exactly as it answers a
-// stateless call: no notification waits for the session (mcp-go would
-// stream it ahead of the answer), and the client declared no sampling,
-// elicitation or roots at initialize (a provider's request of one during
-// the call would go to the client on this call's stream), and the tool is
-// a call of a provider's (hangar_call or a callable name). A notification
-// for the session during the call waits for its next request or its GET
-// stream, as one sent just after mcp-go's answer would.
+// under which mcp-go answers on a session as it answers a stateless call:
+// no notification waits for the session (mcp-go would stream it ahead of
+// the answer), and the tool is a call of a provider's (hangar_call or a
+// callable name). A client that declared sampling, elicitation or roots
+// is served here too: its relays are those of mcp-go's path
+// (relay/stream.go): sampling and roots through the server to the GET
+// stream, elicitation on this call's stream, which the call then answers
+// on. A notification for the session during the call waits for its next
+// request or its GET stream, as one sent just after mcp-go's answer
+// would.
 func (g *Gateway) plainSessionCall(r *http.Request, s *server.MCPServer, chain toolChain, neutral server.Hooks, clients *clientMeta) (directCall, bool) {
 	env, session, ok := g.FrontDoor.SessionPost(r, s, neutral, mcp.MethodToolsCall)
 	if !ok || !session.Initialized() || frontdoor.Pending(session) > 0 {
 		return directCall{}, false
 	}
-	if c, ok := session.(server.SessionWithClientInfo); !ok {
-		return directCall{}, false
-	} else if !relay.AsksNothing(c.GetClientCapabilities()) {
+	if _, ok := session.(server.SessionWithClientInfo); !ok {
 		return directCall{}, false
 	}
 	c, meta, ok := decodeCall(r, env, clients)

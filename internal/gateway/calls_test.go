@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,7 @@ func callGateway(t *testing.T) *listingGateway {
 			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return mcp.NewToolResultText("somewhere"), nil
 			})
+		interview(s) // asks its client for sampling, elicitation, roots
 	}
 	var cfg *config.Config
 	h := newFrontDoor(t, l, nil, func(c *config.Config) {
@@ -248,10 +251,11 @@ func TestDirectCallEndsWithItsClient(t *testing.T) {
 
 // TestDirectSessionCallsMatchMCPGo: a plain call of a provider's on a
 // 2025-11-25 session is run by the gateway and answered exactly as mcp-go
-// answers it on its own session; what mcp-go would answer otherwise (a
-// notification waiting, a client that could be asked for sampling, the
-// gateway's other tools, a progress token, a 2026-07-28 _meta) is left to
-// mcp-go.
+// answers it on its own session, whatever the client declared it can be
+// asked (sampling, elicitation, roots: the relays are
+// TestDirectSessionCallRelaysMatchMCPGo's); what mcp-go would answer
+// otherwise (a notification waiting, the gateway's other tools, a progress
+// token, a 2026-07-28 _meta) is left to mcp-go.
 func TestDirectSessionCallsMatchMCPGo(t *testing.T) {
 	l := callGateway(t)
 	legacy := func(sid, id, tool, args string) callReq {
@@ -296,9 +300,13 @@ func TestDirectSessionCallsMatchMCPGo(t *testing.T) {
 			q.params = `{"name":"alpha__echo_raw","arguments":{},"_meta":{"trace":"x"}}`
 		}, `"result"`, true},
 
+		{"sampling declared", `{"sampling":{}}`, legacy("", "5", "alpha__echo_raw", `{}`), nil, `"result"`, true},
+		{"roots declared", `{"roots":{"listChanged":true}}`, legacy("", "6", "alpha__echo_raw", `{}`), nil, `"result"`, true},
+		{"elicitation declared", `{"elicitation":{"form":{}}}`, legacy("", "12", "alpha__echo_raw", `{"n":3}`), nil, `"n":3`, true},
+		{"all three declared, hangar_call", `{"sampling":{},"elicitation":{},"roots":{"listChanged":true}}`,
+			legacy("", "13", "hangar_call", `{"calls":[{"mcp_server":"alpha","tool":"echo_raw","arguments":{"n":4}}]}`), nil, `"result"`, true},
+
 		// Left to mcp-go.
-		{"sampling declared", `{"sampling":{}}`, legacy("", "5", "alpha__echo_raw", `{}`), nil, `"result"`, false},
-		{"roots declared", `{"roots":{"listChanged":true}}`, legacy("", "6", "alpha__echo_raw", `{}`), nil, `"result"`, false},
 		{"gateway tool", `{}`, legacy("", "7", "fixed", `{}`), nil, `"result"`, false},
 		{"progress token", `{}`, legacy("", "8", "alpha__echo_raw", `{}`), func(q *callReq) {
 			q.params = `{"name":"alpha__echo_raw","arguments":{},"_meta":{"progressToken":"p"}}`
@@ -333,6 +341,102 @@ func TestDirectSessionCallsMatchMCPGo(t *testing.T) {
 	}
 	if w = q.send(l.gw); w.Header().Get("Content-Type") != "application/json" || gateway.DirectCalls(l.g) != before+1 {
 		t.Fatalf("the next call: %s %.400s", w.Header().Get("Content-Type"), w.Body)
+	}
+}
+
+// TestDirectSessionCallRelaysMatchMCPGo: a provider's elicitation during a
+// call run directly on a 2025-11-25 session goes to the client on the
+// call's own stream, as mcp-go sends it on the calls it runs: the answer
+// turns into text/event-stream with mcp-go's headers, the request is its
+// first event, the client's POSTed answer is acknowledged with 202, and
+// the result is the last event, byte for byte mcp-go's but for the
+// request's id (mcp-go numbers its requests; the gateway's are
+// "hangar-elicit-<n>"). The provider's sampling and roots requests go to
+// the GET stream (TestFrontDoorRelayLegacyHTTP, TestSDKRelay: run directly
+// there too).
+func TestDirectSessionCallRelaysMatchMCPGo(t *testing.T) {
+	l := callGateway(t)
+	gw, ref := httptest.NewServer(l.gw), httptest.NewServer(l.ref)
+	defer gw.Close()
+	defer ref.Close()
+	type run struct {
+		events []string // with the request id as ID
+		header http.Header
+		ack    int
+	}
+	call := func(t *testing.T, base string, h http.Handler, tool string) run {
+		t.Helper()
+		sid := legacySessionCaps(t, h, adminTok, `{"elicitation":{"form":{}}}`)
+		post := func(body string) *http.Response {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+adminTok)
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		var args string
+		switch tool {
+		case "hangar_call":
+			args = `{"calls":[{"mcp_server":"alpha","tool":"interview","arguments":{"ask":["elicitation"]}}]}`
+		default:
+			args = `{"ask":["elicitation"]}`
+		}
+		resp := post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`)
+		defer resp.Body.Close()
+		rd := bufio.NewReader(resp.Body)
+		event := func() string {
+			var ev strings.Builder
+			for {
+				line, err := rd.ReadString('\n')
+				ev.WriteString(line)
+				if err != nil || line == "\n" {
+					return ev.String()
+				}
+			}
+		}
+		out := run{header: resp.Header}
+		first := event()
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		data, _ := strings.CutPrefix(strings.TrimSpace(first), "event: message\ndata: ")
+		if err := json.Unmarshal([]byte(data), &req); err != nil || req.Method != "elicitation/create" {
+			t.Fatalf("first event %q, want the elicitation request", first)
+		}
+		out.events = append(out.events, strings.Replace(first, `"id":`+string(req.ID), `"id":ID`, 1))
+		ack := post(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"name":"ada"}}}`)
+		ack.Body.Close()
+		out.ack = ack.StatusCode
+		out.events = append(out.events, unstamped(event()))
+		return out
+	}
+	for _, tool := range []string{"alpha__interview", "hangar_call"} {
+		t.Run(tool, func(t *testing.T) {
+			want := call(t, ref.URL, l.ref, tool)
+			before := gateway.DirectCalls(l.g)
+			got := call(t, gw.URL, l.gw, tool)
+			if gateway.DirectCalls(l.g) != before+1 {
+				t.Error("the call was not run directly")
+			}
+			if !slices.Equal(got.events, want.events) || got.ack != want.ack {
+				t.Errorf("gateway: %q ack %d\nmcp-go:  %q ack %d", got.events, got.ack, want.events, want.ack)
+			}
+			for _, k := range []string{"Content-Type", "Cache-Control", "Connection"} {
+				if got.header.Get(k) != want.header.Get(k) {
+					t.Errorf("%s: gateway %q, mcp-go %q", k, got.header.Get(k), want.header.Get(k))
+				}
+			}
+			if !strings.Contains(got.events[1], "user: accept map[name:ada]") {
+				t.Errorf("result %s", got.events[1])
+			}
+		})
 	}
 }
 
@@ -382,12 +486,11 @@ func legacySessionCaps(t *testing.T, h http.Handler, token, caps string) string 
 	return sid
 }
 
-// TestDirectCallsWithClients: mcp-go's client and the official go-sdk
-// client, on both protocol versions, call a provider's tool by its name
-// and through hangar_call over real HTTP and get its answer, run directly
-// where the call is plain: always on 2026-07-28; on a 2025-11-25 session
-// when the client declared none of sampling, elicitation and roots, which
-// mcp-go's client without handlers does not.
+// TestDirectCallsWithClients: mcp-go's client (without handlers, and with
+// sampling, elicitation and roots handlers) and the official go-sdk
+// client (which always declares roots), on both protocol versions, call a
+// provider's tool by its name and through hangar_call over real HTTP and
+// get its answer, run directly every time.
 func TestDirectCallsWithClients(t *testing.T) {
 	t.Parallel()
 	h := newFrontDoor(t, nil, nil, nil, server("alpha"))
@@ -401,34 +504,41 @@ func TestDirectCallsWithClients(t *testing.T) {
 		{"alpha__echo_raw", map[string]any{"n": 7}},
 		{"hangar_call", map[string]any{"calls": []any{map[string]any{"mcp_server": "alpha", "tool": "echo_raw", "arguments": map[string]any{"n": 7}}}}},
 	}
+	for _, mcpgo := range []struct {
+		name string
+		opts []client.ClientOption
+	}{{"mcp-go", nil}, {"mcp-go with handlers", answerAll}} {
+		for _, version := range sdkVersions {
+			t.Run(mcpgo.name+"/"+version, func(t *testing.T) {
+				tr, err := transport.NewStreamableHTTP(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := client.NewClient(tr, append([]client.ClientOption{client.WithProtocolVersion(version)}, mcpgo.opts...)...)
+				t.Cleanup(func() { _ = c.Close() })
+				if err := c.Start(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+					t.Fatal(err)
+				}
+				for _, call := range calls {
+					before := gateway.DirectCalls(h.g)
+					res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: call.tool, Arguments: call.args}})
+					if err != nil || res.IsError {
+						t.Fatalf("%s: %v %+v", call.tool, err, res)
+					}
+					if b, _ := json.Marshal(res); !strings.Contains(string(b), `"n":7`) {
+						t.Errorf("%s answered %s", call.tool, b)
+					}
+					if gateway.DirectCalls(h.g) != before+1 {
+						t.Errorf("%s was not run directly", call.tool)
+					}
+				}
+			})
+		}
+	}
 	for _, version := range sdkVersions {
-		t.Run("mcp-go/"+version, func(t *testing.T) {
-			tr, err := transport.NewStreamableHTTP(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := client.NewClient(tr, client.WithProtocolVersion(version))
-			t.Cleanup(func() { _ = c.Close() })
-			if err := c.Start(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
-				t.Fatal(err)
-			}
-			for _, call := range calls {
-				before := gateway.DirectCalls(h.g)
-				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: call.tool, Arguments: call.args}})
-				if err != nil || res.IsError {
-					t.Fatalf("%s: %v %+v", call.tool, err, res)
-				}
-				if b, _ := json.Marshal(res); !strings.Contains(string(b), `"n":7`) {
-					t.Errorf("%s answered %s", call.tool, b)
-				}
-				if gateway.DirectCalls(h.g) != before+1 {
-					t.Errorf("%s was not run directly", call.tool)
-				}
-			}
-		})
 		t.Run("go-sdk/"+version, func(t *testing.T) {
 			s := dialSDK(t, url, version, nil)
 			for _, call := range calls {
@@ -440,10 +550,9 @@ func TestDirectCallsWithClients(t *testing.T) {
 				if b, _ := json.Marshal(res); !strings.Contains(string(b), `"n":7`) {
 					t.Errorf("%s answered %s", call.tool, b)
 				}
-				// The go-sdk client declares roots on 2025-11-25: its
-				// calls stay with mcp-go there.
-				if direct := gateway.DirectCalls(h.g) > before; direct != mcp.IsModernProtocol(version) {
-					t.Errorf("%s run directly: %v", call.tool, direct)
+				// The go-sdk client declares roots on 2025-11-25.
+				if gateway.DirectCalls(h.g) != before+1 {
+					t.Errorf("%s was not run directly", call.tool)
 				}
 			}
 		})

@@ -90,7 +90,7 @@ func providerServer(id string, extra func(*mcpserver.MCPServer), hooks *mcpserve
 		// mcp-go's HTTP server drops notifications still queued when the
 		// response goes out; a real long-running tool works between them.
 		if token != nil {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond)
 		}
 		if req.GetBool("hold", false) {
 			<-ctx.Done()

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
 // Relayed sampling, elicitation and roots over real streamable HTTP, on
@@ -177,8 +179,18 @@ func awaitGetStream(t *testing.T, srv *mcpserver.MCPServer, c *client.Client, se
 			}
 		}
 	})
-	if err := srv.SendNotificationToSpecificClient(session, "notifications/hangar_test", nil); err != nil {
-		t.Fatal(err)
+	// mcp-go's HTTP transport registers a session just after it has
+	// written the initialize answer, so the client may get here first.
+	deadline := time.Now().Add(relayCallTimeout)
+	for {
+		err := srv.SendNotificationToSpecificClient(session, "notifications/hangar_test", nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, mcpserver.ErrSessionNotFound) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	select {
 	case <-got:
@@ -209,7 +221,8 @@ func callTimed(t *testing.T, c *client.Client, tool string, args map[string]any)
 // gets the provider's sampling and roots requests on its GET stream when
 // it keeps one open, and elicitation on the call's own stream; without
 // the GET stream sampling and roots are refused at once with a clear
-// error, not left to time out.
+// error, not left to time out. The gateway runs each of these calls
+// itself (gateway/calls.go), as any other plain call.
 func TestFrontDoorRelayLegacyHTTP(t *testing.T) {
 	h := newHTTPFrontDoor(t)
 	tests := []struct {
@@ -227,7 +240,11 @@ func TestFrontDoorRelayLegacyHTTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := h.dial(t, true, tt.listen, answerAll...)
+			before := gateway.DirectCalls(h.g)
 			got, isErr, took := callTimed(t, c, "p__interview", map[string]any{"ask": tt.ask})
+			if gateway.DirectCalls(h.g) != before+1 {
+				t.Error("the call was not run directly")
+			}
 			if isErr != tt.isErr || !strings.Contains(got, tt.want) {
 				t.Errorf("p__interview = %q (error %v), want %q", got, isErr, tt.want)
 			}
@@ -238,6 +255,12 @@ func TestFrontDoorRelayLegacyHTTP(t *testing.T) {
 	}
 	t.Run("hangar_call", func(t *testing.T) {
 		c := h.dial(t, true, true, answerAll...)
+		before := gateway.DirectCalls(h.g)
+		defer func() {
+			if gateway.DirectCalls(h.g) != before+1 {
+				t.Error("the call was not run directly")
+			}
+		}()
 		got, isErr, _ := callTimed(t, c, "hangar_call", map[string]any{"calls": []any{
 			map[string]any{"mcp_server": "p", "tool": "interview", "arguments": map[string]any{"ask": []any{"sampling", "elicitation", "roots"}}}}})
 		if isErr || !strings.Contains(got, interviewed) {

@@ -6,8 +6,9 @@
 // and the front door.
 //
 // Where a request goes: internal/endpoint (origin, auth, endpoint.Checked,
-// sessions, routing table) → gateway (scope guard, direct call, mcp-go's
-// tool handlers, hangar_* tools) → internal/frontdoor (callable names,
+// sessions, routing table) → gateway (scope and policy guard, direct call,
+// mcp-go's tool handlers, hangar_* tools; policy.go says where the policy
+// over calls is decided) → internal/frontdoor (callable names,
 // listing, search) and internal/relay (progress, sampling, elicitation,
 // roots) → internal/provider and internal/group → the provider.
 package gateway
@@ -39,7 +40,9 @@ import (
 	"github.com/mcp-hangar/hangar/internal/endpoint"
 	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/group"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/metrics"
+	"github.com/mcp-hangar/hangar/internal/policy"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/relay"
@@ -72,8 +75,8 @@ type Gateway struct {
 	// AuditStore receives every decision on a tool call (audit.go); nil
 	// keeps the audit trail in the log only.
 	AuditStore store.Audit
-	// Pins are the tool pins; hangar_approve of a discovered server clears
-	// its pins so that its first start pins what was approved. nil: none.
+	// Pins are the tool pins; hangar_approve of a discovered server pins
+	// the catalog the operator was shown (pinApproved). nil: none.
 	Pins store.Pins
 	// Management serves the mcp/* methods and /events (seed 003); nil
 	// leaves them out.
@@ -108,6 +111,9 @@ type Gateway struct {
 	// OnConfig, when set, is told of every configuration put in force by a
 	// reload (app uses it to apply auth changes to the HTTP endpoint).
 	OnConfig func(*config.Config)
+	// Policy is the policy over calls in force (policy.go): the config's,
+	// replaced by each reload.
+	Policy *policy.Engine
 
 	cfgMu sync.RWMutex
 	cfg   *config.Config
@@ -151,12 +157,22 @@ func New(cfg *config.Config, providers *provider.Manager, engine *dockerrt.Engin
 		// is full again long before ten minutes pass.
 		RateLimiter: auth.NewLimiter(10000, 10*time.Minute, nil),
 		rounds:      relay.NewInputRounds(relay.InputTTL, relay.MaxAwaitingInput),
+		Policy:      policy.NewEngine(nil),
+	}
+	if err := g.setPolicy(cfg); err != nil {
+		// The loader compiles the policy: only a config built in code
+		// gets here. Nothing is allowed that the policy would refuse.
+		g.Policy.Set(denyAll())
+		if log != nil {
+			log.Error("policy not in force: every call is refused", "error", err)
+		}
 	}
 	clog := slog.New(slog.DiscardHandler)
 	if log != nil {
 		clog = log.With("component", "catalog")
 	}
 	g.Catalog = catalog.New(catalog.Apply{Providers: providers, Groups: g.Groups}, clog)
+	g.Catalog.Subscribe(g.policyCatalogChanged)
 	g.setBatchLimits(cfg)
 	return g
 }
@@ -202,26 +218,36 @@ func (g *Gateway) exposed(id string, spec *config.Server) bool {
 
 // callServer is the one way a call reaches a provider or group, for
 // hangar_call and the front door alike: the caller's server filter, the
-// management policy, then the group or provider; every call is audited
-// under action. args go on as they are (a map, or raw JSON); rq (nil: an
+// management policy, the policy over calls (policy.go), then the group or
+// provider; every call is audited under action, with the rule that
+// decided it. args go on as they are (a map, or raw JSON); rq (nil: an
 // in-process call, local) says who calls and goes on to the group or
 // provider.
 func (g *Gateway) callServer(ctx context.Context, rq *call.Request, action, server, tool string, args any) (res *mcp.CallToolResult, err error) {
 	began := time.Now()
 	denied := false
-	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err, denied) }()
+	var dec policy.Decision
+	defer func() { g.auditProviderCall(ctx, action, server, tool, began, res, err, denied, dec) }()
 	if e := rq.CallerOr().Check("", server); e != nil {
 		return nil, e
+	}
+	grp, isGroup := g.Groups.Get(server)
+	p, isProvider := g.Providers.Get(server)
+	if !isGroup && !isProvider && g.awaitServer(ctx, server) {
+		grp, isGroup = g.Groups.Get(server)
+		p, isProvider = g.Providers.Get(server)
 	}
 	if err := g.refused(server); err != nil {
 		denied = true
 		return nil, err
 	}
-	if grp, ok := g.Groups.Get(server); ok {
+	if dec = g.decideCall(ctx, rq.CallerOr(), server, tool, args); !dec.Allowed {
+		return nil, refusalOf(dec)
+	}
+	if isGroup {
 		return grp.Call(traceTarget(ctx, action, server, true), rq, tool, args)
 	}
-	p, ok := g.Providers.Get(server)
-	if !ok {
+	if !isProvider {
 		return nil, &provider.Error{Kind: provider.KindUnknownServer, ID: server}
 	}
 	return p.Call(traceTarget(ctx, action, server, false), rq, tool, args)
@@ -255,7 +281,10 @@ func (g *Gateway) MCPServer() *server.MCPServer {
 			}}
 		g.FrontDoor = frontdoor.New(src, cfg, g.Log)
 		g.FrontDoor.Withheld = g.withheld
+		g.FrontDoor.Quarantined = g.inQuarantine
 		g.FrontDoor.Reach = g.reach
+		g.FrontDoor.Admit = g.admitUse
+		g.FrontDoor.View = g.policyView
 		g.Providers.Listen(g.FrontDoor.Events())
 		opts = append(opts, g.FrontDoor.ServerOptions()...)
 		if g.FrontDoor.Searching() {
@@ -295,6 +324,10 @@ type toolChain struct {
 	middlewares []server.ToolHandlerMiddleware
 	// visible decide, tool by tool, which tools a caller may see and call.
 	visible []func(ctx context.Context, t mcp.Tool) bool
+	// listed filter listings only, after visible: what the policy hides
+	// (a call of a hidden tool is decided, and its refusal audited, on
+	// the call path).
+	listed []server.ToolFilterFunc
 }
 
 func (g *Gateway) toolChain() toolChain {
@@ -311,6 +344,7 @@ func (g *Gateway) toolChain() toolChain {
 			g.rounds.Middleware(g.relays),
 		},
 		visible: []func(context.Context, mcp.Tool) bool{mayCall},
+		listed:  []server.ToolFilterFunc{g.policyListFilter},
 	}
 	c.middlewares = g.tracedChain(c.middlewares)
 	if g.FrontDoor != nil {
@@ -326,6 +360,9 @@ func (c toolChain) options() []server.ServerOption {
 	}
 	for _, v := range c.visible {
 		opts = append(opts, server.WithToolFilter(filterOf(v)))
+	}
+	for _, l := range c.listed {
+		opts = append(opts, server.WithToolFilter(l))
 	}
 	return opts
 }
@@ -402,6 +439,18 @@ func (g *Gateway) tools() []server.ServerTool {
 	all = append(all, g.hotloadTools()...)
 	all = append(all, g.searchTools()...)
 	return all
+}
+
+// OwnTools are the definitions of the gateway's own tools (hangar_*), as
+// tools/list describes them, for the dashboard's Try.
+func (g *Gateway) OwnTools() []mcpconn.Tool {
+	all := g.tools()
+	out := make([]mcpconn.Tool, 0, len(all))
+	for _, st := range all {
+		t := preencoded(st.Tool)
+		out = append(out, mcpconn.Tool{Name: t.Name, Description: t.Description, InputSchema: t.RawInputSchema})
+	}
+	return out
 }
 
 type ctxKey int

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/endpoint"
+	"github.com/mcp-hangar/hangar/internal/gateway"
 )
 
 // The official go-sdk client against the front door over real HTTP, on
@@ -79,9 +80,10 @@ func TestSDKCancel(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			l := newPipeLauncher()
-			cancelled := make(chan struct{}, 1)
+			started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
 			l.extra["p"] = func(s *mcpserver.MCPServer) {
 				s.AddTool(mcp.NewTool("hold"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					started <- struct{}{}
 					<-ctx.Done()
 					cancelled <- struct{}{}
 					return nil, ctx.Err()
@@ -98,7 +100,13 @@ func TestSDKCancel(t *testing.T) {
 				_, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "p__hold"})
 				done <- err
 			}()
-			waitFor(t, "the call in flight", func() bool { return h.mgr.Inflight()["p"] == 1 })
+			// Cancelled once the provider works on it: a call cancelled
+			// before it got there never reaches the handler.
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call did not reach the provider")
+			}
 			cancel()
 			select {
 			case <-cancelled:
@@ -207,8 +215,10 @@ func dialSDKRoots(t *testing.T, url, version string) *sdk.ClientSession {
 
 // TestSDKRelay: the provider's sampling, elicitation and roots requests
 // reach a go-sdk client and its answers reach the provider, on both
-// protocols (on 2026-07-28 by multi round trip). Not parallel: the
-// provider is served over stdio.
+// protocols (on 2026-07-28 by multi round trip), the call run by the
+// gateway itself (on 2025-11-25 the go-sdk client declares roots, and
+// keeps a GET stream open). Not parallel: the provider is served over
+// stdio.
 func TestSDKRelay(t *testing.T) {
 	h := newHTTPFrontDoor(t)
 	for _, version := range sdkVersions {
@@ -217,9 +227,13 @@ func TestSDKRelay(t *testing.T) {
 				s := dialSDKRoots(t, h.url, version)
 				ctx, cancel := context.WithTimeout(t.Context(), relayCallTimeout)
 				defer cancel()
+				before := gateway.DirectCalls(h.g)
 				res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "p__interview", Arguments: map[string]any{"ask": []string{ask}}})
 				if err != nil {
 					t.Fatalf("%s: %v", ask, err)
+				}
+				if gateway.DirectCalls(h.g) == before {
+					t.Error("the call was not run directly")
 				}
 				want := map[string]string{"sampling": "model: 4, to 2+2?", "elicitation": "user: accept map[name:ada]", "roots": "roots: file:///work"}[ask]
 				if got := sdkText(t, res); res.IsError || got != want {

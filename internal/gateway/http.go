@@ -23,6 +23,7 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 	// (endpoint/sessions.go); mcp-go's own idle sweeper stays off.
 	sessions := endpoint.NewSessionTable(o.MaxSessions, o.MaxSessionsPerIdentity, o.SessionIdleTTL, g.Log.With("component", "sessions"))
 	sessions.Replica = g.replica
+	g.Metrics.CountSessions(sessions.Count)
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManagerResolver(sessions),
@@ -49,7 +50,10 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 		g.traceRequests,
 		// The scope guard refuses before any session is looked up or
 		// created.
-		func(next http.Handler) http.Handler { return endpoint.Guard(o.Auth, g.toolServer, g.auditGuard, next) },
+		func(next http.Handler) http.Handler {
+			return endpoint.Guard(o.Auth, endpoint.GuardChecks{ServerOf: g.toolServer, Audit: g.auditGuard,
+				Policy: g.guardPolicy, PolicyActive: g.Policy.Active}, next)
+		},
 		func(next http.Handler) http.Handler { return endpoint.HoldStreams(o.Auth, next) },
 		relay.RootsParams,
 		(&endpoint.Inflight{}).Middleware, // 2026-07-28 notifications, and the requests they cancel
@@ -70,8 +74,11 @@ func (g *Gateway) HTTP(s *server.MCPServer, o endpoint.Options) *endpoint.Endpoi
 	if g.FrontDoor != nil {
 		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "resources/read of a withheld resource", Serve: g.unservedResource})
 	}
-	if serve := g.directCalls(s, streamable); serve != nil {
-		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "plain tools/call", Serve: serve})
+	answers := relay.NewAnswers()
+	if serve := g.directCalls(s, streamable, answers); serve != nil {
+		p.Table.Rows = append(p.Table.Rows,
+			endpoint.Row{Name: "answers to what a plain call asked its client", Serve: answers.Serve},
+			endpoint.Row{Name: "plain tools/call", Serve: serve})
 	}
 	if serve := g.toolsListHandler(s, streamable); serve != nil {
 		p.Table.Rows = append(p.Table.Rows, endpoint.Row{Name: "plain tools/list", Serve: serve})

@@ -3,10 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-hangar/hangar/internal/audit"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/pin"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/telemetry"
 )
@@ -110,15 +114,58 @@ func (g *Gateway) approvePins(ctx context.Context, name string) (res *mcp.CallTo
 	return res, true
 }
 
-// forgetPins drops a server's pins when an operator approves it afresh
-// (a discovered container): its next start pins what it serves then.
-func (g *Gateway) forgetPins(ctx context.Context, server string) {
+// shownTools are the names and descriptions of the catalog the views
+// show of server while nothing runs it (hangar_discovered's "tools").
+func (g *Gateway) shownTools(ctx context.Context, server string) []map[string]any {
+	out := []map[string]any{}
+	if g.Views == nil {
+		return out
+	}
+	for _, t := range g.Views.ShownCatalog(ctx, server) {
+		out = append(out, map[string]any{"name": t.Name, "description": t.Description})
+	}
+	return out
+}
+
+// pinApproved pins, for a discovered server about to be approved, the
+// catalog the views showed of it (readmodel's ShownCatalog: what the
+// operator saw; none is an empty catalog). restore puts back the pins it
+// replaced, for an approval that then failed. A server something serves
+// already keeps its pins (its approval fails: the name is taken).
+func (g *Gateway) pinApproved(ctx context.Context, server string) (restore func(), err error) {
+	restore = func() {}
 	if g.Pins == nil || server == "" {
-		return
+		return restore, nil
 	}
-	if err := g.Pins.ReplaceToolPins(ctx, server, nil); err != nil {
-		g.logFrom(ctx).Warn("tool pins not cleared on approval", telemetry.FieldServer, server, telemetry.FieldError, err)
+	if g.Providers != nil {
+		if _, served := g.Providers.Get(server); served {
+			return restore, nil
+		}
 	}
+	var shown []mcpconn.Tool
+	if g.Views != nil {
+		shown = g.Views.ShownCatalog(ctx, server)
+	}
+	prev, err := g.Pins.ToolPins(ctx, server)
+	if err != nil {
+		return restore, fmt.Errorf("approval not saved, nothing changed: read the tool pins: %w", err)
+	}
+	if err := g.Pins.ReplaceToolPins(ctx, server, pin.Approved(server, shown, time.Now().UTC())); err != nil {
+		return restore, fmt.Errorf("approval not saved, nothing changed: pin the approved catalog: %w", err)
+	}
+	g.logFrom(ctx).Info("catalog shown pinned for approval", telemetry.FieldServer, server, "tools", len(shown))
+	return func() {
+		if err := g.Pins.ReplaceToolPins(context.WithoutCancel(ctx), server, prev); err != nil {
+			g.logFrom(ctx).Warn("tool pins of a failed approval not restored", telemetry.FieldServer, server, telemetry.FieldError, err)
+		}
+	}, nil
+}
+
+// inQuarantine reports whether server is a quarantined provider: the
+// front door withholds its tools.
+func (g *Gateway) inQuarantine(server string) bool {
+	p, ok := g.Providers.Get(server)
+	return ok && p.InQuarantine()
 }
 
 // withheld reports whether nothing of server is served to agents now: a

@@ -185,6 +185,24 @@ func TestAuditWithoutStore(t *testing.T) {
 	h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("s", "add", nil)}})
 }
 
+// listed are the front door's listed tools named with prefix, once it is
+// in step with the providers.
+func (h *pinHarness) listed(t *testing.T, prefix string) []string {
+	t.Helper()
+	h.g.FrontDoor.Refresh(t.Context())
+	res, err := h.c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tool := range res.Tools {
+		if strings.HasPrefix(tool.Name, prefix) {
+			out = append(out, tool.Name)
+		}
+	}
+	return out
+}
+
 // TestRugPull: the first start pins; a restart serving a changed
 // description quarantines the provider (details show the diff, tools are
 // withheld, hangar_call is denied and audited); hangar_approve re-pins.
@@ -194,6 +212,9 @@ func TestRugPull(t *testing.T) {
 	h.ok(t, "hangar_start", map[string]any{"mcp_server": "kit"})
 	if pins, _ := h.pins.ToolPins(t.Context(), "kit"); len(pins) != 5 {
 		t.Fatalf("pinned %d tools at first start, want 5", len(pins))
+	}
+	if listed := h.listed(t, "kit__"); len(listed) != 5 {
+		t.Fatalf("listed after the first start: %v", listed)
 	}
 	h.ok(t, "hangar_stop", map[string]any{"mcp_server": "kit"})
 	h.l.tools = slices.Clone(h.l.tools)
@@ -216,6 +237,11 @@ func TestRugPull(t *testing.T) {
 	if r["success"] != false || r["error_type"] != "quarantined" {
 		t.Errorf("call while quarantined: %v", r)
 	}
+	// The front door lists none of its tools, neither the changed ones
+	// nor those it kept from the first start.
+	if listed := h.listed(t, "kit__"); len(listed) != 0 {
+		t.Errorf("listed while quarantined: %v", listed)
+	}
 
 	a := h.ok(t, "hangar_approve", map[string]any{"mcp_server": "kit"})
 	if a["approved"] != true || a["status"] != "registered" || a["tools_pinned"] != float64(5) {
@@ -224,6 +250,9 @@ func TestRugPull(t *testing.T) {
 	d = h.ok(t, "hangar_details", map[string]any{"mcp_server": "kit"})
 	if d["quarantine"] != nil || len(list(t, d["tools"])) != 5 {
 		t.Errorf("after approval: quarantine=%v tools=%d", d["quarantine"], len(list(t, d["tools"])))
+	}
+	if listed := h.listed(t, "kit__"); len(listed) != 5 {
+		t.Errorf("listed after approval: %v", listed)
 	}
 	resp = h.ok(t, "hangar_call", map[string]any{"calls": []any{callEntry("kit", "add", map[string]any{"a": 2, "b": 2})}})
 	if r := obj(t, list(t, resp["results"])[0]); r["success"] != true || r["result"] != float64(4) {

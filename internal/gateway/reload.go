@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/policy"
 )
 
 // ReasonReload is the stop reason of providers a reload removes or changes.
@@ -56,6 +58,15 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 		return finish()
 	}
 	config.KeepDataDir(g.Log, old, next)
+	// The loader compiled the rules already; compiled again here for use.
+	// A policy that does not compile leaves everything as it was.
+	p, err := policy.Compile(next.Policy)
+	if err != nil {
+		res.Status, res.ErrorType = "failed", "invalid_config"
+		res.Message = "configuration rejected, the running configuration stays in force: policy: " + err.Error()
+		g.Log.Warn("config reload rejected", "error", err)
+		return finish()
+	}
 	d := config.Diff(old, next)
 	res.Added, res.Removed, res.Updated, res.Unchanged = nonNil(d.Added), nonNil(d.Removed), nonNil(d.Updated), nonNil(d.Unchanged)
 
@@ -65,6 +76,13 @@ func (g *Gateway) Reload(ctx context.Context, graceful bool) ReloadResult {
 	g.Catalog.PublishConfig(ctx, next, ReasonReload, graceful)
 	g.setConfig(next)
 	g.setBatchLimits(next)
+	if !reflect.DeepEqual(old.Policy, next.Policy) {
+		g.Policy.Set(p)
+		if g.FrontDoor != nil {
+			g.FrontDoor.PolicyChanged() // other tools may be hidden now
+		}
+		g.Log.Info("policy reloaded", "rules", len(next.Policy.Rules), "default", p.Default())
+	}
 	res.Status = "success"
 	res.Message = fmt.Sprintf("Configuration reloaded: %d added, %d removed, %d updated, %d unchanged",
 		len(d.Added), len(d.Removed), len(d.Updated), len(d.Unchanged))

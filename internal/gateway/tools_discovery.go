@@ -112,6 +112,10 @@ func (g *Gateway) discovered(ctx context.Context, _ mcp.CallToolRequest) (*mcp.C
 		if p.Reason != "" {
 			e["reason"] = p.Reason
 		}
+		// Beyond seed 001: what is known of its catalog, which approving
+		// it pins (a first start serving anything else is quarantined as
+		// tools_changed_since_approval); empty when none was read.
+		e["tools"] = g.shownTools(ctx, p.Name)
 		pending = append(pending, e)
 	}
 	return ok(map[string]any{"pending": pending})
@@ -159,12 +163,19 @@ func (g *Gateway) approve(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	}
 	ctx, cancel := context.WithTimeout(ctx, approveTimeout)
 	defer cancel()
+	// The catalog the operator was shown is pinned before the approval
+	// is: a server that serves anything else at its first start is
+	// quarantined (tools_changed_since_approval), on every replica.
+	restore, err := g.pinApproved(ctx, name)
+	if err != nil {
+		return ok(map[string]any{"approved": false, "mcp_server": name, "error": err.Error()})
+	}
 	r := d.Approve(ctx, name)
 	out := map[string]any{"approved": r.Approved, "mcp_server": r.Server}
 	if r.Approved {
-		g.forgetPins(ctx, r.Server)
 		out["status"] = r.Status
 	} else {
+		restore()
 		out["error"] = r.Error
 	}
 	return ok(out)

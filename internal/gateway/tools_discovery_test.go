@@ -146,8 +146,8 @@ func TestDiscoveryToolsAnswers(t *testing.T) {
 	}
 
 	out, _ = callTool(t, g, "hangar_discovered", nil)
-	if got := jsonOf(out); got != `{"pending":[{"discovered_at":"2026-01-15T09:30:00Z","fingerprint":"abc123","mode":"remote","name":"new-api","source":"docker","status":"pending"},`+
-		`{"discovered_at":"2026-01-15T09:30:00Z","fingerprint":"def456","mode":"remote","name":"pool-1","reason":"mcp server id pool-1 is reserved: it is a member of group pool","source":"docker","status":"refused"}]}` {
+	if got := jsonOf(out); got != `{"pending":[{"discovered_at":"2026-01-15T09:30:00Z","fingerprint":"abc123","mode":"remote","name":"new-api","source":"docker","status":"pending","tools":[]},`+
+		`{"discovered_at":"2026-01-15T09:30:00Z","fingerprint":"def456","mode":"remote","name":"pool-1","reason":"mcp server id pool-1 is reserved: it is a member of group pool","source":"docker","status":"refused","tools":[]}]}` {
 		t.Errorf("hangar_discovered = %s", got)
 	}
 

@@ -30,7 +30,7 @@ func (g *Gateway) chainOf(ctx context.Context) toolChain {
 func (g *Gateway) reach(ctx context.Context) func(callable, server string) bool {
 	chain := g.chainOf(ctx)
 	return func(callable, server string) bool {
-		return chain.sees(ctx, mcp.Tool{Name: callable}) && g.refused(server) == nil
+		return chain.sees(ctx, mcp.Tool{Name: callable}) && g.refused(server) == nil && !g.policyHidden(ctx, callable)
 	}
 }
 

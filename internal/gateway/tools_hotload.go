@@ -36,6 +36,23 @@ type (
 
 var _ HotLoader = (*registry.Loader)(nil)
 
+// ServerAwaiter is a HotLoader shared by replicas: a server another
+// replica hot-loaded may not be applied here yet when a call names it.
+// AwaitServer applies what is stored and reports whether id is served
+// then.
+type ServerAwaiter interface {
+	AwaitServer(ctx context.Context, id string) bool
+}
+
+// awaitServer is for a call naming id, which nothing here serves: it waits
+// for a hot-load another replica made of it to be applied here (see
+// ServerAwaiter) and reports whether id is served then, so that a call
+// right after a hangar_load answered by the other replica finds the server.
+func (g *Gateway) awaitServer(ctx context.Context, id string) bool {
+	a, ok := g.HotLoad.(ServerAwaiter)
+	return ok && a.AwaitServer(ctx, id)
+}
+
 // errHotLoadOff is both tools' message when hot-loading is off: a normal
 // answer with status failed, not a tool error.
 const errHotLoadOff = "hot-loading is not configured (set registry.url or registry.catalog_file)"

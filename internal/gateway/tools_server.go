@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/frontdoor"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
@@ -69,7 +71,7 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 			"mcp_server": id,
 			"state":      grp.State(),
 			"group":      true,
-			"tools":      toolObjects(tools),
+			"tools":      toolObjects(g.visibleTools(ctx, id, tools)),
 		})
 	}
 	p, found := g.Providers.Get(id)
@@ -86,7 +88,7 @@ func (g *Gateway) toolsOf(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		"mcp_server": id,
 		"state":      p.State(),
 		"predefined": p.Predefined(),
-		"tools":      toolObjects(tools),
+		"tools":      toolObjects(g.visibleTools(ctx, id, tools)),
 	})
 }
 
@@ -113,6 +115,10 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		}
 	}
 	d := views.Details(ctx, id, recentAuditLimit)
+	if bs, ok := d.FrontDoor["tools"].([]frontdoor.Binding); ok && g.FrontDoor != nil {
+		// What the policy hides from the caller is not shown either.
+		d.FrontDoor["tools"] = g.visibleBindings(ctx, bs)
+	}
 	if d.Group != nil {
 		out := groupDetails(*d.Group)
 		if d.FrontDoor != nil {
@@ -169,6 +175,8 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 				"reason":      e.Reason,
 				"outcome":     e.Outcome,
 				"duration_ms": e.DurationMs,
+				// Beyond seed 001: the policy rule that decided ("" when none did).
+				"rule": e.Rule,
 			})
 		}
 		audit = entries
@@ -178,7 +186,7 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		"state":      s.State,
 		"mode":       s.Mode,
 		"alive":      s.Alive,
-		"tools":      toolObjects(d.Tools),
+		"tools":      toolObjects(g.visibleTools(ctx, id, d.Tools)),
 		"health": map[string]any{
 			"consecutive_failures": s.Health.ConsecutiveFailures,
 			"last_check":           timeOrNil(s.Health.LastCheck),
@@ -204,7 +212,24 @@ func (g *Gateway) details(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if d.Egress != nil {
 		out["egress"] = d.Egress
 	}
+	// Beyond seed 001: the calling identity's upstream credential
+	// (upstream_auth), and the method that drops it.
+	if st := views.UpstreamAuth(ctx, id, auth.Caller(ctx)); st != nil {
+		ua := map[string]any{"type": st.Type, "per_identity": st.PerIdentity, "connected": st.Connected,
+			"connected_at": timePtrOrNil(st.Since), "expires_at": timePtrOrNil(st.Expires)}
+		if st.Type == config.UpstreamOAuth {
+			ua["disconnect"] = map[string]any{"method": "mcp/server/disconnect", "params": map[string]any{"name": id}}
+		}
+		out["upstream_auth"] = ua
+	}
 	return ok(out)
+}
+
+func timePtrOrNil(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return timeOrNil(*t)
 }
 
 func transportOf(t string) string {

@@ -257,7 +257,9 @@ type Status struct {
 	// CircuitOpen: the breaker is not closed (open, or half-open waiting
 	// for its trial call to succeed).
 	CircuitOpen bool
-	Members     []MemberStatus
+	// Circuit is the breaker's state: "closed", "open" or "half_open".
+	Circuit string
+	Members []MemberStatus
 	// InRotation lists the IDs of the members in rotation.
 	InRotation []string
 }
@@ -300,6 +302,7 @@ func (g *Group) Status() Status {
 		TotalMembers: len(ms),
 		Available:    st != Unavailable,
 		CircuitOpen:  circuit != circuitClosed,
+		Circuit:      circuit,
 		Members:      ms,
 		InRotation:   inRot,
 	}

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Config keys the refusals point at.
@@ -134,7 +135,7 @@ type Bind struct {
 	// Source is the host path with symlinks resolved: the engine is given
 	// the path that was checked, not a link it would follow. (A link
 	// swapped into that path between the check and the start is still
-	// followed: see the README on sharing a root between servers.)
+	// followed: see docs/containers.md on sharing a root between servers.)
 	Source   string
 	Target   string
 	ReadOnly bool
@@ -243,7 +244,7 @@ func resolve(p string) (string, error) {
 	}
 }
 
-var userRe = regexp.MustCompile(`^([0-9]{1,10})(?::([0-9]{1,10}))?$`)
+var userRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,10})(?::([0-9]{1,10}))?$`) })
 
 // User checks a container user. Only a numeric uid and gid other than 0
 // are accepted, whatever the spelling: "00", "+0", names (the image's
@@ -251,7 +252,7 @@ var userRe = regexp.MustCompile(`^([0-9]{1,10})(?::([0-9]{1,10}))?$`)
 // uid: the engine would otherwise pick the image's group for it, which is
 // 0 when the uid has no passwd entry. The answer is "uid:gid".
 func (p Policy) User(u string) (string, error) {
-	m := userRe.FindStringSubmatch(u)
+	m := userRe().FindStringSubmatch(u)
 	if m == nil {
 		return "", fmt.Errorf("%w: want a numeric uid[:gid] other than 0", ErrUser)
 	}
@@ -357,10 +358,10 @@ func ValidateNetwork(n string) string {
 		return "host networking is never allowed"
 	case strings.HasPrefix(n, "container:"):
 		return "joining another container's network is never allowed"
-	case !networkRe.MatchString(n):
+	case !networkRe().MatchString(n):
 		return "must be a network name"
 	}
 	return ""
 }
 
-var networkRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+var networkRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`) })

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -25,11 +26,11 @@ const DefaultName = "default"
 
 // validName: the instance name becomes part of a volume name (the lease),
 // which the engine restricts to these characters.
-var validName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,99}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,99}$`) })
 
 // CheckName reports an instance name the engine could not carry.
 func CheckName(name string) error {
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return fmt.Errorf("instance name %q: use 1-100 letters, digits, '_', '.' or '-', starting with a letter or digit", name)
 	}
 	return nil

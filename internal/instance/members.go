@@ -222,7 +222,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 // CheckReplica validates a replica name (--replica, $HANGAR_REPLICA): it
 // is a label value and a log field, so the instance name's rules apply.
 func CheckReplica(name string) error {
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return fmt.Errorf("replica name %q: use 1-100 letters, digits, '_', '.' or '-', starting with a letter or digit "+
 			"(set --replica or $HANGAR_REPLICA)", name)
 	}

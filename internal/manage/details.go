@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcp-hangar/hangar/internal/upstreamauth"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
@@ -29,6 +30,9 @@ type DetailsResult struct {
 	Health          HealthView  `json:"health"`
 	Audit           []AuditView `json:"audit"`
 	RecentBindings  []Binding   `json:"recent_bindings"`
+	// UpstreamAuth is the calling identity's upstream credential for the
+	// server (upstream_auth); absent when it has none. Beyond seed 003.
+	UpstreamAuth *upstreamauth.Status `json:"upstream_auth,omitempty"`
 }
 
 // CatalogView is a server's catalog.
@@ -80,6 +84,8 @@ type AuditView struct {
 	Reason     string  `json:"reason,omitempty"`
 	Outcome    string  `json:"outcome,omitempty"`
 	DurationMs float64 `json:"duration_ms,omitempty"`
+	// Rule is the policy rule that decided (internal/policy).
+	Rule string `json:"rule,omitempty"`
 }
 
 // historyLimit is how many audit entries and bindings details shows.
@@ -114,7 +120,8 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 	}
 	d := s.views().Details(ctx, id, historyLimit)
 	tools := d.CatalogTools()
-	res := &DetailsResult{SnapshotVersion: v, Server: it, Audit: []AuditView{}, RecentBindings: []Binding{}}
+	res := &DetailsResult{SnapshotVersion: v, Server: it, Audit: []AuditView{}, RecentBindings: []Binding{},
+		UpstreamAuth: s.views().UpstreamAuth(ctx, id, who)}
 	res.Catalog = CatalogView{CatalogVersion: mcpconn.CatalogVersion(tools), Tools: []ToolView{},
 		Resources: rawList(d.Resources), ResourceTemplates: rawList(d.ResourceTemplates), Prompts: rawList(d.Prompts)}
 	for _, t := range tools {
@@ -122,6 +129,11 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 			InputSchemaSummary: schemaSummary(t.InputSchema), Annotations: t.Annotations})
 	}
 	res.Health = HealthView{State: known(it.Runtime.State), StatusReason: known(it.StatusReason), LastError: known(it.Runtime.LastError)}
+	if q := d.Quarantine; q != nil {
+		// Why its tools are withheld, and what changed: what hangar_details
+		// shows as its quarantine.
+		res.Health.StatusReason = known("quarantined (" + q.Reason + "): " + q.Detail)
+	}
 	if len(tools) > 0 {
 		res.Health.CatalogVersion = &res.Catalog.CatalogVersion
 	}
@@ -136,7 +148,7 @@ func (s *Service) Details(ctx context.Context, p DetailsParams) (*DetailsResult,
 	}
 	for _, e := range d.Audit {
 		res.Audit = append(res.Audit, AuditView{At: e.At.UTC().Format(time.RFC3339Nano), Identity: e.Identity, Action: e.Action,
-			Tool: e.Tool, Allowed: e.Allowed, Reason: e.Reason, Outcome: e.Outcome, DurationMs: e.DurationMs})
+			Tool: e.Tool, Allowed: e.Allowed, Reason: e.Reason, Outcome: e.Outcome, DurationMs: e.DurationMs, Rule: e.Rule})
 	}
 	if d.Bindings != nil {
 		res.RecentBindings = d.Bindings

@@ -304,8 +304,14 @@ type events struct {
 
 func (h *harness) subscribe(who string) *events {
 	h.t.Helper()
+	return h.subscribeTo(who, "")
+}
+
+// subscribeTo is subscribe with a query (?follow=ID).
+func (h *harness) subscribeTo(who, query string) *events {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/events"+query, nil)
 	if who != "" {
 		req.Header.Set("X-Test-Identity", who)
 	}
@@ -380,7 +386,8 @@ func mustNotContain(t *testing.T, where, text, secret string) {
 // secretsUnder returns the keystore values under prefix.
 func secretsUnder(st *manage.MemStore, prefix string) []string {
 	var out []string
-	for _, ref := range st.SecretRefs() {
+	refs, _ := st.SecretRefs(context.Background(), "")
+	for _, ref := range refs {
 		if strings.HasPrefix(ref, prefix) {
 			b, _ := st.Secret(context.Background(), ref)
 			out = append(out, string(b))

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/clientconfig"
+	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -61,9 +63,22 @@ func (s *Service) Install(ctx context.Context, p InstallParams) (*InstallResult,
 	res := &InstallResult{Servers: []ServerOutcome{}}
 	var changes []Change
 
+	// npm and PyPI packages are resolved, pinned and built before
+	// anything is stored, and outside the lock: a build takes seconds.
+	built := map[string]clientconfig.Diagnostics{}
+	for _, name := range names {
+		if mayReach(who, name) != nil {
+			continue // installOne refuses it, and audits that
+		}
+		if srv, ok := s.Catalog.Server(name); ok && srv.Source != SourceInstalled {
+			continue
+		}
+		built[name] = s.buildPackage(ctx, name, entries[name], rootKey+"."+name)
+	}
+
 	s.mu.Lock()
 	for _, name := range names {
-		out := s.installOne(ctx, who, name, entries[name], rootKey+"."+name, p)
+		out := s.installOne(ctx, who, name, entries[name], rootKey+"."+name, p, built[name])
 		if out.Status != "validation_error" {
 			changes = append(changes, Change{Name: name, Action: out.Status})
 		}
@@ -74,6 +89,26 @@ func (s *Service) Install(ctx context.Context, p InstallParams) (*InstallResult,
 		pubErr = s.publish(ctx)
 	}
 	s.mu.Unlock()
+	sweep := false
+	for _, o := range res.Servers {
+		if len(built[o.Name]) == 0 || built[o.Name].HasError() {
+			continue
+		}
+		switch o.Status {
+		case "validation_error":
+			// Built, then refused: its pin and image go again.
+			s.releaseEntry(ctx, o.Name, entries[o.Name], rootKey+"."+o.Name)
+		case ActionUpdated:
+			sweep = true
+		}
+	}
+	if sweep {
+		// An updated package server's old container is gone now: so can
+		// the image it ran be, unless another server runs it.
+		if _, err := s.Options.Packages.Sweep(context.WithoutCancel(ctx)); err != nil {
+			s.Log.Warn("package images not swept after an install", "error", err)
+		}
+	}
 	if pubErr != nil {
 		s.Log.Warn("publish installed servers", "error", pubErr)
 	}
@@ -103,8 +138,77 @@ func (s *Service) Install(ctx context.Context, p InstallParams) (*InstallResult,
 	return res, nil
 }
 
-// installOne validates, seals and stores one entry. Call with s.mu held.
-func (s *Service) installOne(ctx context.Context, who auth.Identity, name string, raw json.RawMessage, field string, p InstallParams) ServerOutcome {
+// CodePackageUnavailable is the diagnostic of an npm or PyPI package that
+// could not be installed: not in the registry, no such version, a file
+// that does not match its digest, a registry that cannot be reached, a
+// runner without a runtime image, a failed install.
+const CodePackageUnavailable = "package_unavailable"
+
+// buildPackage builds the image of the package an entry runs, if it runs
+// one and it maps: diagnostics saying what was built, or why nothing
+// could be (an error, which refuses the install).
+func (s *Service) buildPackage(ctx context.Context, name string, raw json.RawMessage, field string) clientconfig.Diagnostics {
+	if s.Options.Packages == nil || !clientconfig.ValidName(name) {
+		return nil
+	}
+	e, diags := clientconfig.DecodeEntry(field, raw)
+	if diags.HasError() {
+		return nil
+	}
+	o := s.Options.Install
+	o.Listing = true // only the package matters here
+	spec, _ := clientconfig.Map(name, e, field, o)
+	if spec == nil || spec.Package == nil {
+		return nil
+	}
+	var out clientconfig.Diagnostics
+	img, err := s.Options.Packages.Ensure(ctx, spec, call.Progress{})
+	if err != nil {
+		out.Add(clientconfig.LevelError, CodePackageUnavailable, field+".args", "%s", Scrub(err.Error(), secretValues(e)))
+		return out
+	}
+	verb := "found its image"
+	if img.Built {
+		verb = "built its image"
+	}
+	out.Add(clientconfig.LevelInfo, clientconfig.CodePackage, field+".command", "%s %s was pinned to %s (%s) and %s %s on %s",
+		spec.Package.Type, spec.Package.Name, img.Version, img.Integrity, verb, img.Ref, img.Runtime)
+	return out
+}
+
+// releaseEntry releases the package image buildPackage built for an
+// entry that was not installed after all.
+func (s *Service) releaseEntry(ctx context.Context, name string, raw json.RawMessage, field string) {
+	s.mu.Lock()
+	_, installed := s.installs[name]
+	s.mu.Unlock()
+	if installed {
+		return // an earlier install of the name keeps what it runs
+	}
+	e, _ := clientconfig.DecodeEntry(field, raw)
+	o := s.Options.Install
+	o.Listing = true
+	if spec, _ := clientconfig.Map(name, e, field, o); spec != nil && spec.Package != nil {
+		s.Options.Packages.Release(context.WithoutCancel(ctx), spec)
+	}
+}
+
+// secretValues are the values an entry's env and headers hold, to keep
+// them out of messages.
+func secretValues(e clientconfig.Entry) []string {
+	var out []string
+	for _, v := range e.Env {
+		out = append(out, v)
+	}
+	for _, v := range e.Headers {
+		out = append(out, v)
+	}
+	return append(out, e.Token, e.Authorization)
+}
+
+// installOne validates, seals and stores one entry; built are its package
+// build's diagnostics. Call with s.mu held.
+func (s *Service) installOne(ctx context.Context, who auth.Identity, name string, raw json.RawMessage, field string, p InstallParams, built clientconfig.Diagnostics) ServerOutcome {
 	out := ServerOutcome{Name: name, Status: "validation_error", Diagnostics: clientconfig.Diagnostics{}}
 	if !clientconfig.ValidName(name) {
 		out.Diagnostics.Add(clientconfig.LevelError, clientconfig.CodeInvalidName, field, "server name must match ^[A-Za-z0-9_-]{1,64}$")
@@ -131,6 +235,10 @@ func (s *Service) installOne(ctx context.Context, who auth.Identity, name string
 	spec, diags := clientconfig.Map(name, sealed.Entry, field, s.Options.Install)
 	out.Diagnostics = append(out.Diagnostics, diags...)
 	if spec == nil {
+		return out
+	}
+	out.Diagnostics = append(out.Diagnostics, built...)
+	if built.HasError() {
 		return out
 	}
 	for _, f := range sealed.Fields {
@@ -203,7 +311,8 @@ func (s *Service) Uninstall(ctx context.Context, p NameParams) (*UninstallResult
 		return nil, err
 	}
 	s.mu.Lock()
-	if _, ok := s.installs[p.Name]; !ok {
+	in, ok := s.installs[p.Name]
+	if !ok {
 		s.mu.Unlock()
 		if srv, found := s.Catalog.Server(p.Name); found {
 			return nil, invalid("%q comes from %s, not from mcp/install: it cannot be uninstalled", p.Name, srv.Source)
@@ -214,6 +323,10 @@ func (s *Service) Uninstall(ctx context.Context, p NameParams) (*UninstallResult
 		s.mu.Unlock()
 		return nil, fmt.Errorf("delete the install: %w", err)
 	}
+	var spec *config.Server
+	if !in.undecodable {
+		spec, _ = s.specOf(p.Name, in)
+	}
 	delete(s.installs, p.Name)
 	delete(s.catalogVer, p.Name)
 	delete(s.started, p.Name)
@@ -221,6 +334,11 @@ func (s *Service) Uninstall(ctx context.Context, p NameParams) (*UninstallResult
 	s.mu.Unlock()
 	if pubErr != nil {
 		s.Log.Warn("publish installed servers", "error", pubErr)
+	}
+	if spec != nil && spec.Package != nil && s.Options.Packages != nil {
+		// Its container is gone with it: its image goes too, unless
+		// another server runs the same release.
+		s.Options.Packages.Release(context.WithoutCancel(ctx), spec)
 	}
 	if err := s.Store.DeleteSecrets(ctx, SecretPrefix(p.Name)); err != nil {
 		s.Log.Warn("secrets of an uninstalled server not deleted", "mcp_server", p.Name, "error", err)

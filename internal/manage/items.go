@@ -128,7 +128,7 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 	if served {
 		it.SourceKind = srv.Source
 		it.ToolsCount = len(srv.Tools)
-		it.Transport = transportOf(srv.Spec)
+		it.Transport = s.transportOf(ctx, srv.Spec)
 		it.Runtime = RuntimeView{State: runtimeState(srv.Runtime, startedBefore, restarting), Live: srv.Runtime.Alive,
 			LastError: srv.Runtime.LastError}
 		if !srv.Runtime.LastSeenAt.IsZero() {
@@ -147,7 +147,7 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 		o := s.Options.Install
 		o.Listing = true
 		if spec, _ := clientconfig.Map(id, sealed, "", o); spec != nil {
-			it.Transport = transportOf(spec)
+			it.Transport = s.transportOf(ctx, spec)
 		}
 		switch {
 		case !rec.Enabled:
@@ -185,8 +185,9 @@ func (s *Service) item(ctx context.Context, id string, srv Server, served bool) 
 }
 
 // transportOf describes how the gateway reaches a server: kind and
-// redacted coordinates, header and environment key names only.
-func transportOf(sp *config.Server) map[string]any {
+// redacted coordinates, header and environment key names only; for an npm
+// or PyPI server, the package and what it is pinned to.
+func (s *Service) transportOf(ctx context.Context, sp *config.Server) map[string]any {
 	if sp == nil {
 		return map[string]any{"kind": "unknown"}
 	}
@@ -209,7 +210,18 @@ func transportOf(sp *config.Server) map[string]any {
 			t["kind"] = "sse"
 		}
 		t["runtime"] = "container"
-		t["image"] = sp.Image
+		if sp.Package == nil {
+			t["image"] = sp.Image
+			break
+		}
+		pkg := map[string]any{"type": sp.Package.Type, "name": sp.Package.Name, "version": sp.Package.Version, "runner": sp.Package.Runner}
+		if s.Options.Packages != nil {
+			if pin, ok := s.Options.Packages.Pin(ctx, sp); ok {
+				pkg["pinned_version"], pkg["digest"] = pin.Version, pin.Integrity
+				t["image"] = pin.Image
+			}
+		}
+		t["package"] = pkg
 	case config.ModeSubprocess:
 		t["kind"] = "stdio"
 		t["runtime"] = "subprocess"

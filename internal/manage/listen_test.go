@@ -44,7 +44,7 @@ func TestManagementChangesReachListenStreams(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = s.Close() })
 
-			h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+			h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"]}}}`, nil)
 			if _, err := h.Gateway.Batch().Invoke(t.Context(), nil, "svc", "add", nil); err != nil {
 				t.Fatal(err)
 			}

@@ -75,11 +75,29 @@ func (m *MemStore) Secret(_ context.Context, ref string) ([]byte, error) {
 	return slices.Clone(v), nil
 }
 
-// SecretRefs lists the refs in the keystore, sorted.
-func (m *MemStore) SecretRefs() []string {
+// SecretRefs implements store.Secrets.
+func (m *MemStore) SecretRefs(_ context.Context, prefix string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Sorted(maps.Keys(m.secrets))
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m.secrets)) {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// TakeSecret implements store.Secrets.
+func (m *MemStore) TakeSecret(_ context.Context, ref string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.secrets[ref]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	delete(m.secrets, ref)
+	return v, nil
 }
 
 // DeleteSecrets implements store.Secrets.

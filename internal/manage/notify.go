@@ -23,6 +23,16 @@ const (
 	MethodCatalogChanged = "mcp/server/catalog_changed"
 )
 
+// MethodLog is the /events frame of one line of a followed server's log
+// (GET /events?follow=ID): hangar's own, for the dashboard, never sent to
+// an MCP session.
+const MethodLog = "hangar/log"
+
+// Follower sends server's log lines to send (the params of MethodLog
+// frames) until ctx ends or send returns false: what the server has
+// logged lately, then each new line.
+type Follower func(ctx context.Context, server string, send func(params any) bool)
+
 // identityOf is the caller's identity; a request that never passed the
 // auth middleware is local and may do everything.
 func identityOf(ctx context.Context) auth.Identity {
@@ -44,6 +54,11 @@ func mayRead(id auth.Identity, server string) bool {
 // falls behind is disconnected so that it reconnects and re-lists.
 type Notifier struct {
 	Log *slog.Logger
+	// Follow, when set, serves /events?follow=ID: beside the
+	// notifications, the subscriber gets that server's log, if it may
+	// read the server (else nothing of it: an unknown server and one out
+	// of reach look alike).
+	Follow Follower
 
 	mu       sync.Mutex
 	mcp      *server.MCPServer
@@ -180,6 +195,8 @@ func (n *Notifier) Events(heartbeat time.Duration) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		_, _ = fmt.Fprint(w, ": hangar events\n\n")
 		fl.Flush()
+		lines, stop := n.follow(r, id)
+		defer stop()
 		t := time.NewTicker(heartbeat)
 		defer t.Stop()
 		for {
@@ -190,6 +207,10 @@ func (n *Notifier) Events(heartbeat time.Duration) http.Handler {
 				return
 			case <-t.C:
 				_, _ = fmt.Fprint(w, ": keep-alive\n\n")
+			case data := <-lines:
+				if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", MethodLog, data); err != nil {
+					return
+				}
 			case data := <-s.ch:
 				var m struct {
 					Method string `json:"method"`
@@ -202,6 +223,39 @@ func (n *Notifier) Events(heartbeat time.Duration) http.Handler {
 			fl.Flush()
 		}
 	})
+}
+
+// follow starts the log of the server r asks to follow (?follow=ID), if
+// id may read it: its frames arrive on lines; stop ends it and waits for
+// it. Without one, lines is nil (never ready).
+func (n *Notifier) follow(r *http.Request, id auth.Identity) (lines <-chan []byte, stop func()) {
+	server := r.URL.Query().Get("follow")
+	if server == "" || n.Follow == nil || !mayRead(id, server) {
+		return nil, func() {}
+	}
+	ch := make(chan []byte)
+	ctx, cancel := context.WithCancel(r.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.Follow(ctx, server, func(params any) bool {
+			data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": MethodLog, "params": params})
+			if err != nil {
+				n.Log.Error("log line not encoded", "error", err)
+				return true
+			}
+			select {
+			case ch <- data:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+	}()
+	return ch, func() {
+		cancel()
+		<-done
+	}
 }
 
 // Sink receives provider events (it is the provider.Events of the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/provider"
 )
 
@@ -99,12 +100,17 @@ func (s *Service) Policy(id string) (Policy, bool) {
 type NameParams struct {
 	Scope
 	Name string `json:"name"`
+	// Update (mcp/server/restart only) resolves an npm or PyPI server's
+	// version range again and restarts it on what it resolves to now.
+	Update bool `json:"update,omitempty"`
 }
 
 // RestartResult is mcp/server/restart's answer.
 type RestartResult struct {
 	Accepted bool `json:"accepted"`
 	Server   Item `json:"server"`
+	// Package is what an update changed: present with update only.
+	Package *PackageUpdate `json:"package,omitempty"`
 }
 
 // Restart serves mcp/server/restart: the backend is stopped now and
@@ -124,6 +130,23 @@ func (s *Service) Restart(ctx context.Context, p NameParams) (*RestartResult, er
 		}
 		return nil, invalid("%q is installed but not served: %s", p.Name, s.lookupErr(p.Name))
 	}
+	var upd *PackageUpdate
+	if p.Update {
+		srv, _ := s.Catalog.Server(p.Name)
+		if srv.Spec == nil || srv.Spec.Package == nil {
+			return nil, invalid("%q runs no npm or PyPI package: update applies to package servers only", p.Name)
+		}
+		if s.Options.Packages == nil {
+			return nil, invalid("this gateway has no package runtimes to update %q with", p.Name)
+		}
+		from, img, err := s.Options.Packages.Update(ctx, srv.Spec, call.Progress{})
+		if err != nil {
+			// The server keeps its pin and image; say why nothing changed.
+			s.audit(ctx, who, p.Name, "mcp/server/restart", "update failed")
+			return nil, fmt.Errorf("update %s: %w", p.Name, err)
+		}
+		upd = &PackageUpdate{Type: srv.Spec.Package.Type, Name: srv.Spec.Package.Name, From: from, To: img.Version, Image: img.Ref}
+	}
 	s.mu.Lock()
 	s.restarting[p.Name] = true
 	s.mu.Unlock()
@@ -133,9 +156,35 @@ func (s *Service) Restart(ctx context.Context, p NameParams) (*RestartResult, er
 		s.mu.Unlock()
 		return nil, fmt.Errorf("restart %s: %w", p.Name, err)
 	}
-	s.audit(ctx, who, p.Name, "mcp/server/restart", "accepted")
+	outcome := "accepted"
+	if upd != nil {
+		// The old release's container is gone now: its image can go.
+		if _, err := s.Options.Packages.Sweep(context.WithoutCancel(ctx)); err != nil {
+			s.Log.Warn("package images not swept after an update", "mcp_server", p.Name, "error", err)
+		}
+		outcome = fmt.Sprintf("accepted, updated %s %s from %s to %s", upd.Type, upd.Name, orNone(upd.From), upd.To)
+	}
+	s.audit(ctx, who, p.Name, "mcp/server/restart", outcome)
 	it, _ := s.lookup(ctx, p.Name)
-	return &RestartResult{Accepted: true, Server: it}, nil
+	return &RestartResult{Accepted: true, Server: it, Package: upd}, nil
+}
+
+// PackageUpdate is what mcp/server/restart with update did to an npm or
+// PyPI server: the version it ran and the one it runs now (the same when
+// nothing newer matches its range), and the image of that.
+type PackageUpdate struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Image string `json:"image"`
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
 }
 
 func (s *Service) lookupErr(name string) string {

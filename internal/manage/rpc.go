@@ -111,6 +111,12 @@ func (s *Service) Call(ctx context.Context, method string, params json.RawMessag
 			return nil, e
 		}
 		res, err = s.Uninstall(ctx, p)
+	case MethodDisconnect:
+		var p NameParams
+		if e := decode(&p); e != nil {
+			return nil, e
+		}
+		res, err = s.Disconnect(ctx, p)
 	case MethodDetails:
 		var p DetailsParams
 		if e := decode(&p); e != nil {

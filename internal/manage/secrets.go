@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
@@ -24,7 +25,9 @@ import (
 
 // secretish names a flag, a query parameter or a field whose value is a
 // credential.
-var secretish = regexp.MustCompile(`(?i)(token|secret|passw(or)?d|api[-_]?key|apikey|auth|credential|private[-_]?key|access[-_]?key|session[-_]?key|cookie)`)
+var secretish = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(token|secret|passw(or)?d|api[-_]?key|apikey|auth|credential|private[-_]?key|access[-_]?key|session[-_]?key|cookie)`)
+})
 
 // SecretPrefix is the keystore prefix of name's secrets.
 func SecretPrefix(name string) string { return "installs/" + name + "/" }
@@ -117,7 +120,7 @@ func sealArgs(args []string, field string, docker bool, take func(fp, v string) 
 				out[i+1] = k + "=" + take(fmt.Sprintf("%s[%d]", field, i+1), v)
 			}
 			i++
-		case !secretish.MatchString(flag):
+		case !secretish().MatchString(flag):
 		case inline:
 			out[i] = a[:len(a)-len(val)] + take(fp, val)
 		case i+1 < len(out) && !strings.HasPrefix(out[i+1], "-"):
@@ -128,7 +131,7 @@ func sealArgs(args []string, field string, docker bool, take func(fp, v string) 
 	return out
 }
 
-var queryKeyRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var queryKeyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) })
 
 // cutUserInfo takes the user-info out of URL u, keeping the rest as
 // written; ok is false when there is none.
@@ -178,7 +181,7 @@ func sealQuery(u, field string, take func(fp, v string) string) string {
 		k, v, hasVal := strings.Cut(p, "=")
 		if hasVal && v != "" {
 			fk := k
-			if !queryKeyRe.MatchString(k) {
+			if !queryKeyRe().MatchString(k) {
 				fk = fmt.Sprint(i)
 			}
 			parts[i] = k + "=" + take(field+"?"+fk, v)
@@ -187,7 +190,9 @@ func sealQuery(u, field string, take func(fp, v string) string) string {
 	return base + "?" + strings.Join(parts, "&") + frag
 }
 
-var placeholderRe = regexp.MustCompile(`\$\{keystore:(installs/[A-Za-z0-9_-]{1,64}/(?:[0-9a-f]{1,32}\.)?[0-9]+)\}`)
+var placeholderRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$\{keystore:(installs/[A-Za-z0-9_-]{1,64}/(?:[0-9a-f]{1,32}\.)?[0-9]+)\}`)
+})
 
 // Unseal puts the secret values back into a spec built from a sealed entry.
 // Only refs under name's own prefix resolve; lookup errors name the field,
@@ -196,8 +201,8 @@ func Unseal(name string, s *config.Server, lookup func(ref string) (string, erro
 	prefix := SecretPrefix(name)
 	var firstErr error
 	fill := func(field, v string) string {
-		return placeholderRe.ReplaceAllStringFunc(v, func(m string) string {
-			ref := placeholderRe.FindStringSubmatch(m)[1]
+		return placeholderRe().ReplaceAllStringFunc(v, func(m string) string {
+			ref := placeholderRe().FindStringSubmatch(m)[1]
 			if !strings.HasPrefix(ref, prefix) {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("%s refers to a secret of another server", field)

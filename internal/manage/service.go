@@ -10,6 +10,7 @@
 package manage
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,9 +24,11 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-hangar/hangar/internal/auth"
+	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/clientconfig"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/packages"
 	"github.com/mcp-hangar/hangar/internal/readmodel"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
@@ -77,6 +80,11 @@ type Options struct {
 	// OnChanged, when set, is called after every install, update, policy
 	// change or uninstall (the front door lists again).
 	OnChanged func()
+	// Packages builds the images of npm and PyPI servers at install (so
+	// that a package that cannot be installed is the install's
+	// diagnostic), updates them at mcp/server/restart with update, and
+	// releases them at uninstall; nil: they are built at first start.
+	Packages Packages
 	// SaveCatalog, when set, keeps a server's catalog in the store after
 	// a start brings a new one. nil: another owner (the gateway's front
 	// door) keeps them, with the image they came from; this service only
@@ -128,6 +136,18 @@ type installed struct {
 	undecodable bool
 }
 
+// Packages is what management needs of the package runtimes
+// (*packages.Builder).
+type Packages interface {
+	Ensure(ctx context.Context, s *config.Server, progress call.Progress) (packages.Image, error)
+	Update(ctx context.Context, s *config.Server, progress call.Progress) (from string, img packages.Image, err error)
+	Release(ctx context.Context, s *config.Server)
+	Pin(ctx context.Context, s *config.Server) (store.PackagePin, bool)
+	Sweep(ctx context.Context) (int, error)
+}
+
+var _ Packages = (*packages.Builder)(nil)
+
 // Errors the methods return; rpc.go turns them into JSON-RPC errors.
 var (
 	errInvalidParams = errors.New("invalid params")
@@ -177,10 +197,40 @@ func (s *Service) Restore(ctx context.Context) error {
 // Reload reads the installed servers from the store again and serves
 // them as they are now: another gateway replica installed, changed,
 // uninstalled one or set its policy. What is the same is not touched.
+// This replica's readers get one mcp/changed for what changed, with the
+// actions the replica that made the change sent.
 func (s *Service) Reload(ctx context.Context) error {
+	changes, err := s.reload(ctx)
+	if len(changes) > 0 {
+		s.emitChanged(ctx, changes)
+	}
+	return err
+}
+
+// reloadAction is the mcp/changed action of an install read again: was
+// before, now after (nil when there is none); "" when nothing changed.
+func reloadAction(was, now *installed) string {
+	switch {
+	case was == nil && now == nil:
+		return ""
+	case was == nil:
+		return ActionInstalled
+	case now == nil:
+		return ActionUninstalled
+	case !bytes.Equal(was.rec.Config, now.rec.Config):
+		return ActionUpdated
+	case was.rec.Enabled != now.rec.Enabled || was.rec.AllowImplicit != now.rec.AllowImplicit:
+		return ActionPolicy
+	case !was.rec.UpdatedAt.Equal(now.rec.UpdatedAt):
+		return ActionUpdated // installed again as it was
+	}
+	return ""
+}
+
+func (s *Service) reload(ctx context.Context) ([]Change, error) {
 	list, err := s.Store.Installs(ctx)
 	if err != nil {
-		return fmt.Errorf("load installs: %w", err)
+		return nil, fmt.Errorf("load installs: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,14 +243,21 @@ func (s *Service) Reload(ctx context.Context) error {
 		}
 		next[rec.Name] = &installed{rec: rec, sealed: e}
 	}
-	for name := range s.installs {
+	var changes []Change
+	for _, name := range slices.Sorted(maps.Keys(s.installs)) {
 		if _, ok := next[name]; !ok {
 			delete(s.catalogVer, name)
 			delete(s.started, name)
+			changes = append(changes, Change{Name: name, Action: ActionUninstalled})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		if a := reloadAction(s.installs[name], next[name]); a != "" {
+			changes = append(changes, Change{Name: name, Action: a})
 		}
 	}
 	s.installs = next
-	return s.publish(ctx)
+	return changes, s.publish(ctx)
 }
 
 // specOf builds the spec of an installed server, secrets still sealed.
@@ -264,7 +321,7 @@ func (s *Service) secretsOf(ctx context.Context, name string) []string {
 		return nil
 	}
 	var out []string
-	for _, m := range placeholderRe.FindAllStringSubmatch(mustJSON(in.sealed), -1) {
+	for _, m := range placeholderRe().FindAllStringSubmatch(mustJSON(in.sealed), -1) {
 		if b, err := s.Store.Secret(ctx, m[1]); err == nil {
 			out = append(out, string(b))
 		}

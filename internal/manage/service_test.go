@@ -101,7 +101,7 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 		t.Errorf("remote transport = %v", tr)
 	}
 	npx := item(t, list, "npxsrv")
-	if tr := npx["transport"].(map[string]any); tr["image"] != "node:22" || tr["runtime"] != "container" {
+	if tr := npx["transport"].(map[string]any); tr["package"].(map[string]any)["name"] != "@acme/server" || tr["runtime"] != "container" {
 		t.Errorf("npx transport = %v", tr)
 	}
 	if item(t, list, "bad") != nil {
@@ -113,7 +113,7 @@ func TestInstallPartialWithDiagnostics(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := h.Launcher.launches("npxsrv")
-	if len(l) != 1 || l[0].Env["API_KEY"] != envSecret || l[0].Image != "node:22" || l[0].Args[0] != "npx" {
+	if len(l) != 1 || l[0].Env["API_KEY"] != envSecret || l[0].Package == nil || l[0].Package.Name != "@acme/server" {
 		t.Fatalf("launched %+v", l)
 	}
 
@@ -284,7 +284,7 @@ func TestRestart(t *testing.T) {
 func TestUninstall(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
-	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "v-secret"}}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"], "env": {"K": "v-secret"}}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(context.Background(), nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestListEverySourceFilteredByIdentity(t *testing.T) {
 func TestDetails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
-	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"]}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(context.Background(), nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestNotificationsInOrder(t *testing.T) {
 
 	// Each step waits for its notifications: status changes are sent
 	// from the provider's events, after the call that caused them.
-	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"]}}}`, nil)
 	read(all...)
 	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
@@ -484,7 +484,7 @@ func TestCatalogChangedOnlyWhenTheCatalogChanges(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ev := h.subscribe("")
 	ctx := context.Background()
-	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"]}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +525,7 @@ func TestRestoreAfterRestart(t *testing.T) {
 	t.Parallel()
 	st := manage.NewMemStore()
 	h := newHarness(t, harnessOpts{store: st})
-	h.install(`{"mcpServers": {"on": {"command": "npx", "env": {"K": "restored-secret"}}, "off": {"url": "http://h/mcp"}}}`, nil)
+	h.install(`{"mcpServers": {"on": {"command": "npx", "args": ["svc-pkg"], "env": {"K": "restored-secret"}}, "off": {"url": "http://h/mcp"}}}`, nil)
 	h.rpc(manage.MethodPolicySet, map[string]any{"name": "off", "enabled": false})
 	v1 := h.rpc(manage.MethodList, nil).Result["snapshot_version"].(float64)
 
@@ -555,7 +555,7 @@ func TestReinstallRotatesSecret(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	ctx := context.Background()
-	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "first-value"}}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"], "env": {"K": "first-value"}}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +563,7 @@ func TestReinstallRotatesSecret(t *testing.T) {
 	if v := p.Spec().Env["K"]; !strings.HasPrefix(v, "${keystore:installs/svc/") {
 		t.Errorf("the provider's spec holds %q, want a keystore ref", v)
 	}
-	h.install(`{"mcpServers": {"svc": {"command": "npx", "env": {"K": "second-value"}}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"], "env": {"K": "second-value"}}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +583,7 @@ func TestCatalogChangedOnHealthCheck(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ev := h.subscribe("")
 	ctx := context.Background()
-	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"]}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -697,7 +697,7 @@ func TestStoredCatalogHasOneOwner(t *testing.T) {
 	h := newHarness(t, harnessOpts{store: st})
 	h.Gateway.FrontDoor.Catalogs = st
 	ev := h.subscribe("")
-	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"]}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -741,7 +741,7 @@ func TestStoredCatalogWithoutFrontDoor(t *testing.T) {
 		}}
 	h = newHarness(t, harnessOpts{store: st, opts: &o})
 	ev := h.subscribe("")
-	h.install(`{"mcpServers": {"svc": {"command": "npx"}}}`, nil)
+	h.install(`{"mcpServers": {"svc": {"command": "npx", "args": ["svc-pkg"]}}}`, nil)
 	if _, err := h.Gateway.Batch().Invoke(ctx, nil, "svc", "add", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -750,7 +750,7 @@ func TestStoredCatalogWithoutFrontDoor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.ImageDigest != "node:22" || row.Version != changed["catalog_version"] {
+	if row.ImageDigest != "npm:svc-pkg@latest" || row.Version != changed["catalog_version"] {
 		t.Errorf("stored row (version %q, image %q), catalog_changed %v", row.Version, row.ImageDigest, changed["catalog_version"])
 	}
 }

@@ -62,16 +62,31 @@ func Stdio(stdout io.Reader, stdin io.WriteCloser) transport.Interface {
 }
 
 // HTTP returns a streamable HTTP transport to url.
+//
+// On a 2025-11-25 session it keeps a GET stream open to the provider: a
+// server may send its sampling, elicitation and roots requests there
+// rather than on the call's own stream (mcp-go's server sends them nowhere
+// else), and the relay hub answers them from there like any other. The
+// option that opens it also keeps mcp-go's client off 2026-07-28, which
+// has no GET stream, so Connect uses a transport without it for a modern
+// handshake (httpTap.withoutListening).
 func HTTP(url string, headers map[string]string, hc *http.Client) (transport.Interface, error) {
+	return newHTTPTap(url, headers, hc, true)
+}
+
+func newHTTPTap(url string, headers map[string]string, hc *http.Client, listen bool) (*httpTap, error) {
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers), transport.WithHTTPHeaderFunc(telemetry.Headers)}
 	if hc != nil {
 		opts = append(opts, transport.WithHTTPBasicClient(hc))
+	}
+	if listen {
+		opts = append(opts, transport.WithContinuousListening())
 	}
 	t, err := transport.NewStreamableHTTP(url, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &httpTap{StreamableHTTP: t}, nil
+	return &httpTap{StreamableHTTP: t, url: url, headers: headers, hc: hc, listens: listen}, nil
 }
 
 // SSE returns an SSE transport to url.
@@ -95,27 +110,24 @@ func SSE(url string, headers map[string]string, hc *http.Client) (transport.Inte
 // rejects initialize with a JSON-RPC error only speaks 2026-07-28, and gets
 // server/discover on the same transport.
 func Connect(ctx context.Context, tr transport.Interface, protocol string) (*Conn, error) {
-	tap, ok := tr.(tapped)
-	if !ok {
+	if _, ok := tr.(tapped); !ok {
 		return nil, errors.New("mcpconn: transport was not made by this package")
+	}
+	if ht, ok := tr.(*httpTap); ok && protocol == ProtocolModern && ht.listens {
+		var err error
+		if tr, err = ht.withoutListening(); err != nil {
+			return nil, err
+		}
 	}
 	// The transport lives as long as the connection, not as long as the
 	// handshake's context: an SSE stream opened with ctx would die when a
 	// start timeout's context is released. ctx still bounds the start.
 	life, end := context.WithCancel(context.WithoutCancel(ctx))
-	started := make(chan error, 1)
-	go func() { started <- tr.Start(life) }()
-	select {
-	case err := <-started:
-		if err != nil {
-			end()
-			return nil, fmt.Errorf("start transport: %w", err)
-		}
-	case <-ctx.Done():
+	if err := start(ctx, life, tr); err != nil {
 		end()
-		return nil, fmt.Errorf("start transport: %w", ctx.Err())
+		return nil, err
 	}
-	conn, err := handshake(ctx, tr, tap, protocol)
+	conn, err := handshake(ctx, life, tr, protocol)
 	if err != nil {
 		end()
 		return nil, err
@@ -124,7 +136,24 @@ func Connect(ctx context.Context, tr transport.Interface, protocol string) (*Con
 	return conn, nil
 }
 
-func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol string) (*Conn, error) {
+// start starts tr for the connection's life, waiting at most as long as
+// ctx.
+func start(ctx, life context.Context, tr transport.Interface) error {
+	started := make(chan error, 1)
+	go func() { started <- tr.Start(life) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return fmt.Errorf("start transport: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("start transport: %w", ctx.Err())
+	}
+}
+
+func handshake(ctx, life context.Context, tr transport.Interface, protocol string) (*Conn, error) {
+	tap := tr.(tapped)
 	if protocol == "" {
 		protocol = ProtocolAuto
 	}
@@ -138,6 +167,19 @@ func handshake(ctx context.Context, tr transport.Interface, tap tapped, protocol
 		} else if protocol == ProtocolLegacy || !tap.state().initRejected.Load() {
 			_ = tr.Close()
 			return nil, fmt.Errorf("initialize: %w", err)
+		} else if ht, ok := tr.(*httpTap); ok && ht.listens {
+			firstErr = err
+			// A server that knows only 2026-07-28, over HTTP: a transport
+			// of its own, without the GET stream that would keep the
+			// client on 2025-11-25.
+			_ = tr.Close()
+			if tr, err = ht.withoutListening(); err != nil {
+				return nil, err
+			}
+			if err := start(ctx, life, tr); err != nil {
+				return nil, err
+			}
+			tap = tr.(tapped)
 		} else {
 			firstErr = err
 			// The client below numbers its requests from 1 again, on the

@@ -3,6 +3,7 @@ package mcpconn
 import (
 	"context"
 	"encoding/json"
+	"github.com/mcp-hangar/hangar/internal/auth"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,12 @@ type CallOptions struct {
 	// Relay answers the provider's sampling, elicitation and roots
 	// requests during the call; nil refuses them.
 	Relay Relay
+	// Caller is who made the call: a backend whose upstream credentials
+	// are per identity calls as them (backend.identityBackend).
+	Caller auth.Identity
+	// Session is the caller's MCP session ID ("" for none), told when a
+	// login the call asked for completes.
+	Session string
 }
 
 // progressRouter maps the tokens the gateway sent to a provider back to the
@@ -42,12 +49,20 @@ type CallOptions struct {
 type progressRouter struct {
 	seq   atomic.Uint64
 	mu    sync.Mutex
-	calls map[string]progressCall
+	calls map[string]*progressCall
 }
 
 type progressCall struct {
 	token any // the caller's own token
 	send  func(map[string]any)
+	// mu orders what goes to send; last is the progress sent last. A
+	// provider may send one call's progress on more than one stream (mcp-go's
+	// HTTP server puts some on the GET stream), and they arrive here side by
+	// side: the caller gets an increasing progress, as the specification
+	// requires, and one that went backwards is dropped.
+	mu   sync.Mutex
+	last float64
+	sent bool
 	// seen gets a value for each notification routed, true once one says
 	// the work is complete (progress = total).
 	seen chan bool
@@ -93,9 +108,9 @@ func (r *progressRouter) register(token any, send func(map[string]any)) (string,
 	tok := "hangar-" + strconv.FormatUint(r.seq.Add(1), 10)
 	r.mu.Lock()
 	if r.calls == nil {
-		r.calls = map[string]progressCall{}
+		r.calls = map[string]*progressCall{}
 	}
-	r.calls[tok] = progressCall{token: token, send: send, seen: make(chan bool, 64)}
+	r.calls[tok] = &progressCall{token: token, send: send, seen: make(chan bool, 64)}
 	r.mu.Unlock()
 	return tok, func() {
 		time.AfterFunc(progressGrace, func() {
@@ -129,8 +144,17 @@ func (r *progressRouter) dispatch(n mcp.JSONRPCNotification) {
 	if len(n.Params.Meta) > 0 {
 		params["_meta"] = n.Params.Meta
 	}
+	progress, numeric := n.Params.AdditionalFields["progress"].(float64)
+	call.mu.Lock()
+	if numeric && call.sent && progress <= call.last {
+		call.mu.Unlock()
+		return
+	}
+	if numeric {
+		call.last, call.sent = progress, true
+	}
 	call.send(params)
-	progress, _ := n.Params.AdditionalFields["progress"].(float64)
+	call.mu.Unlock()
 	total, hasTotal := n.Params.AdditionalFields["total"].(float64)
 	select {
 	case call.seen <- hasTotal && progress >= total:
@@ -182,11 +206,17 @@ func rawOnly(raw json.RawMessage) *mcp.CallToolResult {
 // names another protocol version than its session.
 const protocolMetaPrefix = "io.modelcontextprotocol/"
 
+// metaBaggage is the W3C baggage field of a _meta. The caller's is not
+// passed on: what a provider gets is the baggage of the gateway's trace
+// context (traceMeta), of which telemetry kept only the keys the operator
+// allows (telemetry.forward_baggage).
+const metaBaggage = "baggage"
+
 // endToEnd returns the _meta fields that belong to the call itself.
 func endToEnd(fields map[string]any) map[string]any {
 	var out map[string]any
 	for k, v := range fields {
-		if strings.HasPrefix(k, protocolMetaPrefix) {
+		if strings.HasPrefix(k, protocolMetaPrefix) || k == metaBaggage {
 			continue
 		}
 		if out == nil {

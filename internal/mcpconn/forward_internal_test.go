@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -48,8 +49,8 @@ func TestRelayAttribution(t *testing.T) {
 	}
 }
 
-// TestEndToEndMeta: the caller's protocol _meta keys stay behind; the rest
-// goes on.
+// TestEndToEndMeta: the caller's protocol _meta keys and its baggage stay
+// behind; the rest goes on.
 func TestEndToEndMeta(t *testing.T) {
 	t.Parallel()
 	in := map[string]any{
@@ -57,6 +58,7 @@ func TestEndToEndMeta(t *testing.T) {
 		mcp.MetaKeyClientInfo:      map[string]any{"name": "x"},
 		"trace":                    "abc",
 		"vendor.example/id":        1,
+		"baggage":                  "user.email=a@example.com,tenant=t1",
 	}
 	want := map[string]any{"trace": "abc", "vendor.example/id": 1}
 	if got := endToEnd(in); !maps.Equal(got, want) {
@@ -64,5 +66,34 @@ func TestEndToEndMeta(t *testing.T) {
 	}
 	if got := endToEnd(map[string]any{mcp.MetaKeyProtocolVersion: "x"}); got != nil {
 		t.Errorf("only protocol keys: %v, want nil", got)
+	}
+}
+
+// TestProgressOnlyGoesUp: a call's progress reaches the caller under its
+// own token and increasing, whatever order the provider's streams deliver
+// it in; one that went backwards is dropped, and progress without a number
+// passes.
+func TestProgressOnlyGoesUp(t *testing.T) {
+	t.Parallel()
+	var r progressRouter
+	var got []any
+	tok, done := r.register("caller", func(p map[string]any) {
+		if p["progressToken"] != "caller" {
+			t.Errorf("token %v", p["progressToken"])
+		}
+		got = append(got, p["progress"])
+	})
+	defer done()
+	note := func(progress any) mcp.JSONRPCNotification {
+		n := mcp.JSONRPCNotification{}
+		n.Method = string(mcp.MethodNotificationProgress)
+		n.Params.AdditionalFields = map[string]any{"progressToken": tok, "progress": progress}
+		return n
+	}
+	for _, p := range []any{1.0, 3.0, 2.0, 3.0, "x", 4.0} {
+		r.dispatch(note(p))
+	}
+	if want := []any{1.0, 3.0, "x", 4.0}; !slices.Equal(got, want) {
+		t.Errorf("sent %v, want %v", got, want)
 	}
 }

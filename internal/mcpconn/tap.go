@@ -3,6 +3,7 @@ package mcpconn
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -110,6 +111,17 @@ func (t *stdioTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest
 type httpTap struct {
 	*transport.StreamableHTTP
 	tapState
+	// What it was made of, for withoutListening.
+	url     string
+	headers map[string]string
+	hc      *http.Client
+	listens bool // keeps a GET stream on a 2025-11-25 session
+}
+
+// withoutListening is a new transport to the same server without the GET
+// stream, for a 2026-07-28 session.
+func (t *httpTap) withoutListening() (*httpTap, error) {
+	return newHTTPTap(t.url, t.headers, t.hc, false)
 }
 
 func (t *httpTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {

@@ -61,10 +61,11 @@ type ServerTotals struct {
 	Errors       int64
 	LatencySumMs float64
 	LatencyCount int64
-	// LatencyP50Ms is the median call duration estimated from the
-	// histogram's buckets (as Prometheus' histogram_quantile does); 0
-	// when no call was timed.
+	// LatencyP50Ms and LatencyP99Ms are the median and the 99th
+	// percentile of the call durations, estimated from the histogram's
+	// buckets (Quantile); 0 when no call was timed.
 	LatencyP50Ms float64
+	LatencyP99Ms float64
 }
 
 // ToolTotals are one tool's call figures.
@@ -136,6 +137,7 @@ func (m *Metrics) SummarizeFor(keep func(server string) bool) (*Summary, error) 
 				st.LatencySumMs += mt.GetHistogram().GetSampleSum() * 1000
 				st.LatencyCount += int64(mt.GetHistogram().GetSampleCount())
 				st.LatencyP50Ms = quantile(0.5, mt.GetHistogram()) * 1000
+				st.LatencyP99Ms = quantile(0.99, mt.GetHistogram()) * 1000
 			case "hangar_cold_starts_total":
 				n := int64(mt.GetCounter().GetValue())
 				s.ColdStarts += n
@@ -199,18 +201,29 @@ func labels(m *dto.Metric) map[string]string {
 	return out
 }
 
-// quantile estimates the q-quantile of a histogram by linear
-// interpolation inside the bucket that holds it; in the open last bucket
-// it is that bucket's lower bound.
+// quantile estimates the q-quantile of a histogram (Quantile).
 func quantile(q float64, h *dto.Histogram) float64 {
-	total := float64(h.GetSampleCount())
+	bs := h.GetBucket()
+	bounds, cum := make([]float64, len(bs)), make([]uint64, len(bs))
+	for i, b := range bs {
+		bounds[i], cum[i] = b.GetUpperBound(), b.GetCumulativeCount()
+	}
+	return Quantile(q, bounds, cum, h.GetSampleCount())
+}
+
+// Quantile estimates the q-quantile of total observations from a
+// histogram's bucket upper bounds and cumulative counts, by linear
+// interpolation inside the bucket that holds it (as Prometheus'
+// histogram_quantile does); in the open last bucket it is that bucket's
+// lower bound. 0 when nothing was observed.
+func Quantile(q float64, bounds []float64, cumulative []uint64, total uint64) float64 {
 	if total == 0 {
 		return 0
 	}
-	rank := q * total
+	rank := q * float64(total)
 	lower, below := 0.0, 0.0
-	for _, b := range h.GetBucket() {
-		upper, count := b.GetUpperBound(), float64(b.GetCumulativeCount())
+	for i, upper := range bounds {
+		count := float64(cumulative[i])
 		if count >= rank {
 			if math.IsInf(upper, 1) || count == below {
 				return lower

@@ -153,7 +153,7 @@ func newPulls() *prometheus.CounterVec {
 }
 
 // kindRe is what a refusal kind looks like (tool_not_allowed).
-var kindRe = regexp.MustCompile(`^[a-z][a-z_]{0,39}$`)
+var kindRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z_]{0,39}$`) })
 
 // Refused counts a refusal; reason is the audit entry's ("kind: why"),
 // of which the kind alone is the label. A nil *Metrics counts nothing.
@@ -162,7 +162,7 @@ func (m *Metrics) Refused(reason string) {
 		return
 	}
 	kind, _, _ := strings.Cut(reason, ":")
-	if !kindRe.MatchString(kind) {
+	if !kindRe().MatchString(kind) {
 		// A reason that is not a kind ("why" text) must not become a
 		// series of its own.
 		kind = "other"

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,13 @@ type Metrics struct {
 	mcp            *mcpOps
 	refusals       *prometheus.CounterVec
 	pulls          *prometheus.CounterVec
+	upstreamAuth   *prometheus.CounterVec
+	// sessionCount is the endpoint's count of open sessions
+	// (hangar_sessions_open), once CountSessions gave it.
+	sessionCount atomic.Pointer[func() int]
+
+	replicaMu sync.Mutex
+	replicas  *replicas // nil until EnableReplicas
 
 	// series caches the children CallDone records into, per server, tool
 	// and outcome: WithLabelValues hashes the labels and takes the vector's
@@ -73,7 +81,7 @@ func New() *Metrics {
 		}, []string{lServer, lTool, lOutcome}),
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "hangar_tool_call_duration_seconds", Help: "Tool call latency through the gateway, including any cold start.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+			Buckets: CallBuckets,
 		}, []string{lServer}),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hangar_provider_state", Help: "1 for the state each MCP server is in, 0 for the others.",
@@ -106,12 +114,30 @@ func New() *Metrics {
 		mcp:      newMCPOps(),
 		refusals: newRefusals(),
 		pulls:    newPulls(),
+
+		upstreamAuth: newUpstreamAuthEvents(),
 	}
-	m.Registry.MustRegister(m.mcp.server, m.mcp.client, m.refusals, m.pulls)
+	m.Registry.MustRegister(m.mcp.server, m.mcp.client, m.refusals, m.pulls, m.upstreamAuth)
 	m.Registry.MustRegister(m.calls, m.callDuration, m.state, m.coldStarts, m.coldStartDur,
 		m.containerExits, m.ooms, m.healthChecks, m.inflight, m.discovery, m.discoveryDur,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hangar_sessions_open", Help: "Streamable HTTP sessions open on this replica (2025-11-25 clients).",
+		}, func() float64 {
+			if f := m.sessionCount.Load(); f != nil {
+				return float64((*f)())
+			}
+			return 0
+		}))
 	return m
+}
+
+// CountSessions makes hangar_sessions_open read count: the endpoint's
+// session table, the one owner of the sessions.
+func (m *Metrics) CountSessions(count func() int) {
+	if m != nil {
+		m.sessionCount.Store(&count)
+	}
 }
 
 // QuarantineChanged implements provider.Events: the quarantine shows in

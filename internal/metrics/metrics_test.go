@@ -157,3 +157,29 @@ func TestMCPExemplars(t *testing.T) {
 		t.Errorf("exemplars by bucket %v, want %s at 0.01 and %s at 5", got, first, slow)
 	}
 }
+
+// TestSessionsOpen: hangar_sessions_open reads the session table's count
+// at each scrape (0 before the endpoint gave it).
+func TestSessionsOpen(t *testing.T) {
+	t.Parallel()
+	m := New()
+	gauge := func() float64 {
+		s := series(t, m, "hangar_sessions_open")[""]
+		if s == nil {
+			t.Fatal("hangar_sessions_open not exported")
+		}
+		return s.GetGauge().GetValue()
+	}
+	if got := gauge(); got != 0 {
+		t.Errorf("before CountSessions: %v, want 0", got)
+	}
+	n := 3
+	m.CountSessions(func() int { return n })
+	if got := gauge(); got != 3 {
+		t.Errorf("with 3 sessions: %v", got)
+	}
+	n = 0
+	if got := gauge(); got != 0 {
+		t.Errorf("after they ended: %v", got)
+	}
+}

@@ -1,7 +1,8 @@
 // Package pin is the rug-pull defence: it records a hash of each provider
 // tool (name, title, description, input and output schemas, annotations)
-// the first time the provider serves it, and compares every later
-// tools/list with the record. A difference comes back as a
+// the first time the provider serves it, or when an operator approves a
+// discovered server the catalog the gateway showed them (Approved), and
+// compares every later tools/list with the record. A difference comes back as a
 // *provider.ToolsChanged naming the tool, the field and old → new, so the
 // provider is quarantined until an operator accepts the new set.
 package pin
@@ -45,6 +46,9 @@ type definition struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Approved marks a pin an operator's approval wrote (Approved), not
+	// a start: stored with the definition, never part of the hash.
+	Approved bool `json:"approved,omitempty"`
 }
 
 func canonical(raw json.RawMessage) json.RawMessage {
@@ -101,6 +105,40 @@ func Pins(server string, tools []mcpconn.Tool, at time.Time) []store.ToolPin {
 	return out
 }
 
+// Approved returns the pins of the catalog an operator approved: what the
+// gateway showed of a discovered server while it waited for approval
+// (hangar_details, the dashboard). Its first start is vetted against
+// them like any pins, and a difference is reported as changed since the
+// approval (provider.ReasonToolsChangedSinceApproval). An empty catalog
+// (none was read before the approval) is pinned as such: whatever the
+// server then serves is new to the operator.
+func Approved(server string, tools []mcpconn.Tool, at time.Time) []store.ToolPin {
+	if len(tools) == 0 {
+		return []store.ToolPin{{Server: server, Tool: "", Hash: emptySet, Definition: json.RawMessage(`{"approved":true}`), PinnedAt: at}}
+	}
+	out := make([]store.ToolPin, 0, len(tools))
+	for _, t := range tools {
+		d := defOf(t)
+		h := Hash(t)
+		d.Approved = true
+		out = append(out, store.ToolPin{Server: server, Tool: t.Name, Hash: h, Definition: d.encode(), PinnedAt: at})
+	}
+	return out
+}
+
+// approved reports whether pinned came from an approval (Approved).
+func approved(pinned []store.ToolPin) bool {
+	for _, p := range pinned {
+		var d struct {
+			Approved bool `json:"approved"`
+		}
+		if json.Unmarshal(p.Definition, &d) == nil && d.Approved {
+			return true
+		}
+	}
+	return false
+}
+
 // Vet implements provider.ToolGate: nothing pinned yet pins tools.
 func (g *Gate) Vet(ctx context.Context, server string, tools []mcpconn.Tool) error {
 	pinned, err := g.Pins.ToolPins(ctx, server)
@@ -121,7 +159,7 @@ func (g *Gate) Vet(ctx context.Context, server string, tools []mcpconn.Tool) err
 		}
 	}
 	if changes := Diff(pinned, tools); len(changes) > 0 {
-		return &provider.ToolsChanged{Server: server, Changes: changes}
+		return &provider.ToolsChanged{Server: server, Changes: changes, SinceApproval: approved(pinned)}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 
+	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
 )
 
@@ -86,13 +87,24 @@ func checkBindSources(_ context.Context, env Env, t Target) []Problem {
 // fails every start of its server. Env.Images, when set, is the gateway's
 // own image gate, so the check and the start path agree; without it only
 // presence is checked.
+// An npm or PyPI server's image is built from its runner's runtime image:
+// that is the image that must be there or pullable.
 func checkImagePresent(ctx context.Context, env Env, t Target) []Problem {
-	img := t.Server.Image
+	img, key, fix := t.Server.Image, t.Path+".image", "push or build the image, fix the name, or check the registry credentials and images.allowed_registries"
+	srv := t.Server
+	if p := t.Server.Package; p != nil {
+		rt, _ := config.RuntimeFor(env.Runtimes, p.Runner)
+		img, key = rt.Image, t.Path+".package.runner"
+		fix = fmt.Sprintf("pull or build %s, or set runtimes.%s.image to a runtime image that is there", rt.Image, p.Runner)
+		c := *t.Server
+		c.Image, c.Package = rt.Image, nil
+		srv = &c
+	}
 	ictx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
 	if env.Images != nil {
-		if err := env.Images.Available(ictx, t.Server); err != nil {
-			return []Problem{{Path: t.Path + ".image", Msg: err.Error(), Fix: "push or build the image, fix the name, or check the registry credentials and images.allowed_registries"}}
+		if err := env.Images.Available(ictx, srv); err != nil {
+			return []Problem{{Path: key, Msg: err.Error(), Fix: fix}}
 		}
 		return nil
 	}
@@ -102,13 +114,13 @@ func checkImagePresent(ctx context.Context, env Env, t Target) []Problem {
 		return nil
 	case cerrdefs.IsNotFound(err):
 		return []Problem{{
-			Path: t.Path + ".image",
+			Path: key,
 			Msg:  fmt.Sprintf("image %s is not present on the Docker engine", img),
 			Fix:  fmt.Sprintf("build or pull it (docker pull %s), or fix the name", img),
 		}}
 	default:
 		return []Problem{{
-			Path: t.Path + ".image",
+			Path: key,
 			Msg:  fmt.Sprintf("image %s cannot be inspected: %v", img, err),
 			Fix:  "check that the Docker engine is healthy and the name is valid",
 		}}

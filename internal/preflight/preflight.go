@@ -47,6 +47,9 @@ type Env struct {
 	// (the gateway's image gate); nil checks presence on Engine only.
 	Images   ImageChecker
 	NoEngine string // why Engine is nil, e.g. "cannot reach the Docker engine at unix:///var/run/docker.sock: ..."
+	// Runtimes is the config's runtimes: section: the image an npm or
+	// PyPI server's image is built from is its runner's.
+	Runtimes map[string]config.Runtime
 	Host     Host
 	NoHost   string // why Host is nil
 }

@@ -188,6 +188,14 @@ func TestRun(t *testing.T) {
 			wantSkipped: []string{"bind-mount sources not checked: " + noHost},
 		},
 		{
+			name: "a package server's image is built from its runner's runtime image, which must be there",
+			yaml: "runtimes: {npx: {image: absent:node}, uvx: {image: good:1}}\nmcp_servers:\n" +
+				"  pkg: {mode: docker, package: {type: npm, name: x}}\n  py: {mode: docker, package: {type: pypi, name: y}}\n",
+			wantProbs: []string{
+				"mcp_servers.pkg.package.runner: image absent:node is not present on the Docker engine; build or pull it (docker pull absent:node), or fix the name",
+			},
+		},
+		{
 			name:     "no docker servers: nothing to skip",
 			yaml:     "mcp_servers:\n  api: {mode: remote, endpoint: 'https://x'}\n",
 			noEngine: true, noHost: true,
@@ -203,7 +211,9 @@ func TestRun(t *testing.T) {
 			if tt.noHost {
 				env.Host, env.NoHost = nil, noHost
 			}
-			r := Run(t.Context(), parse(t, tt.yaml), env, Checks())
+			cfg := parse(t, tt.yaml)
+			env.Runtimes = cfg.Runtimes
+			r := Run(t.Context(), cfg, env, Checks())
 			var got []string
 			for _, p := range r.Problems {
 				got = append(got, p.String())

@@ -23,6 +23,9 @@ const (
 	KindTimeout        = "call_timeout"
 	KindCallFailed     = "call_failed" // protocol or transport error on a call
 	KindToolError      = "tool_error"  // the tool itself reported an error
+	// KindAuthRequired: the caller has no upstream credential for the
+	// server yet (upstream_auth): they are sent to log in.
+	KindAuthRequired = "auth_required"
 )
 
 // Error is a provider error with a wire kind.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -53,8 +54,12 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 	}
 	cctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	tools, err := inst.b.ListTools(cctx)
+	unknown := errors.Is(err, ErrToolsUnknown)
+	if unknown {
+		err = nil // alive; its tools come with its first caller
+	}
 	var q *Quarantine
-	if err == nil {
+	if err == nil && !unknown {
 		q = p.vetTools(cctx, tools)
 	}
 	cancel()
@@ -71,8 +76,10 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 		return true
 	}
 	if err == nil {
-		p.tools = tools
-		p.applyVet(q, tools)
+		if !unknown {
+			p.tools = tools
+			p.applyVet(q, tools)
+		}
 		p.health.ConsecutiveFailures = 0
 		p.health.LastSuccessAt = now
 		p.degradations = 0

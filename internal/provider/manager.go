@@ -307,10 +307,18 @@ func (m *Manager) Inflight() map[string]int {
 	return out
 }
 
+// EngineBack runs after the container engine came back: every DEAD
+// provider gets a fresh start (Provider.EngineBack).
+func (m *Manager) EngineBack() {
+	for _, p := range m.List() {
+		p.EngineBack()
+	}
+}
+
 // Tracks reports whether a running provider owns the container (reaper).
 func (m *Manager) Tracks(containerID string) bool {
 	for _, p := range m.List() {
-		if p.Snapshot().ContainerID == containerID {
+		if p.TracksContainer(containerID) {
 			return true
 		}
 	}

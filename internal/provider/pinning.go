@@ -26,6 +26,10 @@ const KindQuarantined = "quarantined"
 // Quarantine reasons.
 const (
 	ReasonToolSchemaChanged = "tool_schema_changed"
+	// ReasonToolsChangedSinceApproval: a discovered server serves other
+	// tools than the catalog its approval pinned (what the operator was
+	// shown while it was pending).
+	ReasonToolsChangedSinceApproval = "tools_changed_since_approval"
 	// ReasonPinsUnavailable withholds tools while the pins cannot be read:
 	// it clears itself at the next successful check.
 	ReasonPinsUnavailable = "tool_pins_unavailable"
@@ -94,6 +98,9 @@ func (c ToolChange) String() string {
 type ToolsChanged struct {
 	Server  string
 	Changes []ToolChange
+	// SinceApproval: the pins are the catalog an operator approved, not
+	// one the server served before.
+	SinceApproval bool
 }
 
 func (e *ToolsChanged) Error() string {
@@ -119,6 +126,13 @@ type Quarantine struct {
 	// restored: read back from the QuarantineStore at start-up, so
 	// pending is unknown until the provider runs and is vetted again.
 	restored bool
+}
+
+// toolChange reports whether the quarantine is about tools that differ
+// from their pins (whoever pinned them): it holds until an approval,
+// whatever the provider serves meanwhile.
+func (q *Quarantine) toolChange() bool {
+	return q.Reason == ReasonToolSchemaChanged || q.Reason == ReasonToolsChangedSinceApproval
 }
 
 // blocksStart reports whether the quarantine keeps the provider from being
@@ -228,6 +242,9 @@ func (p *Provider) vetTools(ctx context.Context, tools []mcpconn.Tool) *Quaranti
 	q := &Quarantine{Since: p.opts.Now(), pending: tools}
 	if changed, ok := errors.AsType[*ToolsChanged](err); ok {
 		q.Reason, q.Changes, q.Detail = ReasonToolSchemaChanged, changed.Changes, changed.Error()
+		if changed.SinceApproval {
+			q.Reason = ReasonToolsChangedSinceApproval
+		}
 	} else {
 		q.Reason, q.Detail = ReasonPinsUnavailable, err.Error()
 	}
@@ -235,7 +252,8 @@ func (p *Provider) vetTools(ctx context.Context, tools []mcpconn.Tool) *Quaranti
 }
 
 // applyVet records a vet's verdict; p.mu is held. A tool_schema_changed
-// quarantine stays until AcceptTools, even if the provider reverts: the
+// (or tools_changed_since_approval) quarantine stays until AcceptTools,
+// even if the provider reverts: the
 // operator decides, and a later change replaces what is shown and pinned.
 func (p *Provider) applyVet(q *Quarantine, tools []mcpconn.Tool) {
 	prev := p.quarantine
@@ -243,7 +261,7 @@ func (p *Provider) applyVet(q *Quarantine, tools []mcpconn.Tool) {
 	case prev != nil && prev.blocksStart():
 		// Not reached in practice (such a provider is not started); the
 		// image verdict is the one the operator has to decide on.
-	case q == nil && prev != nil && prev.Reason == ReasonToolSchemaChanged:
+	case q == nil && prev != nil && prev.toolChange():
 		// Back to the pinned tools: still the operator's call, but what
 		// an approval pins is what the provider serves now.
 		kept := *prev
@@ -257,7 +275,7 @@ func (p *Provider) applyVet(q *Quarantine, tools []mcpconn.Tool) {
 			p.log.Info("tools vetted again; quarantine lifted", "reason", prev.Reason)
 		}
 		p.quarantine = nil
-	case prev != nil && prev.Reason == ReasonToolSchemaChanged && q.Reason == ReasonPinsUnavailable:
+	case prev != nil && prev.toolChange() && q.Reason == ReasonPinsUnavailable:
 		// Keep the change the operator has to decide on.
 	default:
 		if prev != nil && prev.Reason == q.Reason {
@@ -273,6 +291,14 @@ func (p *Provider) applyVet(q *Quarantine, tools []mcpconn.Tool) {
 // revertedNote ends the detail of a quarantine whose provider went back to
 // its pinned tools.
 const revertedNote = "\n(the provider serves its pinned tools again)"
+
+// InQuarantine reports whether the provider is quarantined, without the
+// copy Quarantined makes (asked per listed tool).
+func (p *Provider) InQuarantine() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.quarantine != nil
+}
 
 // Quarantined returns the provider's quarantine, if any.
 func (p *Provider) Quarantined() (Quarantine, bool) {

@@ -216,3 +216,57 @@ func TestReconsiderAfterAnotherReplicaApproved(t *testing.T) {
 		t.Error("lifted a quarantine of tools nobody approved")
 	}
 }
+
+// TestFirstStartAgainstTheApproval: a provider whose pins are the catalog
+// an approval pinned is quarantined at its first start when it serves
+// anything else, as tools_changed_since_approval, its tools withheld and
+// calls refused until hangar_approve accepts them; serving what was
+// approved starts it as usual.
+func TestFirstStartAgainstTheApproval(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		approved []mcpconn.Tool
+		quarant  bool
+	}{
+		{"serves what was approved", []mcpconn.Tool{{Name: "echo", Description: "tool echo"}, {Name: "add", Description: "tool add"}}, false},
+		{"serves another description", []mcpconn.Tool{{Name: "echo", Description: "echoes"}, {Name: "add", Description: "tool add"}}, true},
+		{"approved with no catalog seen", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := newFakeLauncher("echo", "add")
+			pins := pin.NewMemory()
+			if err := pins.ReplaceToolPins(t.Context(), "kit", pin.Approved("kit", tc.approved, time.Now())); err != nil {
+				t.Fatal(err)
+			}
+			p := provider.New(spec("kit"), l, provider.Options{ToolGate: pin.New(pins)})
+			if _, err := p.Start(t.Context(), call.Progress{}); err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			q, quarantined := p.Quarantined()
+			if quarantined != tc.quarant {
+				t.Fatalf("quarantined = %v (%+v), want %v", quarantined, q, tc.quarant)
+			}
+			if !quarantined {
+				return
+			}
+			if q.Reason != provider.ReasonToolsChangedSinceApproval || len(q.Changes) == 0 {
+				t.Errorf("quarantine %+v", q)
+			}
+			if len(p.Tools()) != 0 {
+				t.Error("tools served while quarantined")
+			}
+			if _, err := p.Call(t.Context(), nil, "echo", nil); kindOf(t, err) != provider.KindQuarantined ||
+				!strings.Contains(err.Error(), provider.ReasonToolsChangedSinceApproval) {
+				t.Errorf("call while quarantined: %v", err)
+			}
+			if n, err := p.AcceptTools(t.Context()); err != nil || n != 2 {
+				t.Fatalf("AcceptTools = %d, %v", n, err)
+			}
+			if _, q := p.Quarantined(); q || len(p.Tools()) != 2 {
+				t.Errorf("after the approval: quarantined %v, tools %v", q, p.Tools())
+			}
+		})
+	}
+}

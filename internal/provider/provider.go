@@ -36,6 +36,24 @@ type Backend interface {
 	ContainerID() string
 }
 
+// ToolsSource is a Backend whose tools change while it runs (one that
+// learns them from its first caller's session): Learned gets a value at
+// each change, and the provider reads ListTools again.
+type ToolsSource interface {
+	Learned() <-chan struct{}
+}
+
+// ErrToolsUnknown is a ToolsSource backend's ListTools before it learned
+// any tools: the provider runs without tools (and pins none) until
+// Learned.
+var ErrToolsUnknown = errors.New("the tools are not known yet")
+
+// MultiContainer is a Backend that runs several containers (one per
+// caller): they are all the provider's, for the reaper.
+type MultiContainer interface {
+	ContainerIDs() []string
+}
+
 // Launcher starts backends.
 type Launcher interface {
 	Launch(ctx context.Context, spec *config.Server) (Backend, error)
@@ -403,8 +421,12 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 		b, err = p.launcher.Launch(ctx, p.spec)
 	}
 	var tools []mcpconn.Tool
+	unknown := false
 	if err == nil {
 		tools, err = b.ListTools(ctx)
+		if errors.Is(err, ErrToolsUnknown) {
+			tools, err, unknown = nil, nil, true
+		}
 		if err != nil {
 			err = errors.Join(errors.New("tools/list after start"), err)
 		}
@@ -413,7 +435,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 		err = errors.Join(errors.New("no answer within start timeout "+timeout.String()), err)
 	}
 	var q *Quarantine
-	if err == nil {
+	if err == nil && !unknown {
 		q = p.vetTools(ctx, tools)
 	}
 	took := p.opts.Now().Sub(began)
@@ -451,8 +473,13 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 		return
 	}
 	p.inst = inst
-	p.tools = tools
-	p.applyVet(q, tools)
+	if !unknown {
+		// A backend that does not know its tools yet keeps the ones an
+		// earlier incarnation learned (they come again with its first
+		// caller).
+		p.tools = tools
+		p.applyVet(q, tools)
+	}
 	p.startFailures = 0
 	p.lastErr = nil
 	p.lastUsed = p.opts.Now()
@@ -466,7 +493,18 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 // supervise learns of the backend's end at once (not at the next health
 // check): the provider leaves READY and calls in flight fail with the cause.
 func (p *Provider) supervise(inst *instance) {
-	<-inst.b.Done()
+	var learned <-chan struct{}
+	if ts, ok := inst.b.(ToolsSource); ok {
+		learned = ts.Learned()
+	}
+	for done := false; !done; {
+		select {
+		case <-inst.b.Done():
+			done = true
+		case <-learned:
+			p.relist(inst)
+		}
+	}
 	p.markExited(inst)
 	// Kept after the backend is gone, for hangar_details and the next
 	// start's error.
@@ -475,6 +513,64 @@ func (p *Provider) supervise(inst *instance) {
 		p.lastStderr = stderr
 		p.mu.Unlock()
 	}
+}
+
+// relist reads the tools of a ToolsSource backend again, vetted as a
+// health check's are.
+func (p *Provider) relist(inst *instance) {
+	ctx, cancel := context.WithTimeout(p.lifetime, healthCheckTimeout)
+	defer cancel()
+	tools, err := inst.b.ListTools(ctx)
+	if err != nil {
+		return
+	}
+	q := p.vetTools(ctx, tools)
+	p.mu.Lock()
+	if p.inst != inst {
+		p.mu.Unlock()
+		return
+	}
+	p.tools = tools
+	p.applyVet(q, tools)
+	p.mu.Unlock()
+	p.syncQuarantine(ctx)
+	// What the provider serves changed: listeners (the front door) hear
+	// it as of a health check that read the tools again.
+	p.opts.Events.HealthChecked(p.id, nil)
+}
+
+// TracksContainer reports whether id is one of the provider's
+// containers.
+func (p *Provider) TracksContainer(id string) bool {
+	p.mu.Lock()
+	inst := p.inst
+	p.mu.Unlock()
+	if inst == nil {
+		return false
+	}
+	if inst.b.ContainerID() == id {
+		return true
+	}
+	if mc, ok := inst.b.(MultiContainer); ok {
+		return slices.Contains(mc.ContainerIDs(), id)
+	}
+	return false
+}
+
+// EngineBack gives a DEAD provider a fresh start after the container
+// engine came back: the starts that failed and the crashes while it was
+// out of reach (an attach stream cut, a create refused) said nothing about
+// the provider, and must not leave it in a backoff, or refused past
+// max_consecutive_failures until someone calls hangar_start. The next call
+// starts it at once; a provider that fails on its own backs off again.
+func (p *Provider) EngineBack() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != Dead {
+		return
+	}
+	p.startFailures, p.crashes = 0, 0
+	p.retryAt = time.Time{}
 }
 
 // markExited takes the provider out of READY after inst ended. It is
@@ -625,7 +721,7 @@ func (p *Provider) Call(ctx context.Context, rq *call.Request, tool string, args
 		}
 	}
 	if err != nil {
-		p.opts.Events.CallDone(p.id, tool, KindOf(err), p.opts.Now().Sub(began))
+		p.opts.Events.CallDone(p.id, p.toolLabel(tool), KindOf(err), p.opts.Now().Sub(began))
 		return nil, err
 	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
@@ -658,8 +754,31 @@ func (p *Provider) Call(ctx context.Context, rq *call.Request, tool string, args
 	case res != nil && res.IsError:
 		outcome = KindToolError
 	}
-	p.opts.Events.CallDone(p.id, tool, outcome, now.Sub(began))
+	p.opts.Events.CallDone(p.id, p.toolLabel(tool), outcome, now.Sub(began))
 	return res, err
+}
+
+// ToolOther is the tool a call's events name when the provider does not
+// list the tool the caller asked for: a name anyone can make up must not
+// become a metric series of its own.
+const ToolOther = "_OTHER"
+
+// toolLabel is tool when the provider lists it, else ToolOther.
+func (p *Provider) toolLabel(tool string) string {
+	if p.Predefined() {
+		if slices.ContainsFunc(p.predefined, func(t mcpconn.Tool) bool { return t.Name == tool }) {
+			return tool
+		}
+		return ToolOther
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.tools {
+		if t.Name == tool {
+			return tool
+		}
+	}
+	return ToolOther
 }
 
 // acquire takes the provider's and the global concurrency slots.
@@ -683,6 +802,10 @@ const crashWait = 500 * time.Millisecond
 
 // classify turns a transport error into the wire error that says why.
 func (p *Provider) classify(ctx context.Context, inst *instance, err error) error {
+	if KindOf(err) == KindAuthRequired {
+		// The backend is fine; the caller has to log in first.
+		return err
+	}
 	if ctx.Err() != nil {
 		select {
 		case <-inst.b.Done():

@@ -1011,3 +1011,42 @@ func TestFastStartFailureIsOneAttempt(t *testing.T) {
 		t.Errorf("%d of %d rounds launched more than once, %d did not report start_failed", extraLaunches, rounds, wrongKind)
 	}
 }
+
+// TestEngineBackForgivesFailuresWhileAway: starts that failed while the
+// engine was out of reach leave the provider refused past its limit; once
+// the engine is back the next call starts it at once.
+func TestEngineBackForgivesFailuresWhileAway(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	l := newFakeLauncher("echo")
+	away := true
+	var mu sync.Mutex
+	l.fail = func(int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if away {
+			return errors.New("cannot connect to the Docker daemon")
+		}
+		return nil
+	}
+	s := spec("a")
+	s.MaxConsecutiveFailures = 2
+	p := provider.New(s, l, provider.Options{Now: clock.Now, Events: newRecorder(t), BackoffBase: time.Minute})
+	for range 2 {
+		_, _ = p.Call(t.Context(), nil, "echo", nil)
+		clock.Advance(time.Hour)
+	}
+	if _, err := p.Call(t.Context(), nil, "echo", nil); kindOf(t, err) != provider.KindUnavailable {
+		t.Fatalf("past the limit while the engine is away: %v, want %s", err, provider.KindUnavailable)
+	}
+	mu.Lock()
+	away = false
+	mu.Unlock()
+	p.EngineBack()
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
+		t.Fatalf("call after the engine came back: %v", err)
+	}
+	if got := l.Launches(); got != 3 {
+		t.Errorf("launches = %d, want 3", got)
+	}
+}

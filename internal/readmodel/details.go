@@ -43,12 +43,19 @@ type Details struct {
 	// FrontDoor is the front door's view of the server; nil without one.
 	FrontDoor map[string]any
 	Bindings  []Binding
+	// ToolNames and PromptNames are the front door's callable names of
+	// the server's tools and prompts, by their names on the server; nil
+	// without a front door (hangar_call reaches the tools then).
+	ToolNames, PromptNames map[string]string
 	// Resources, ResourceTemplates and Prompts are raw MCP JSON.
 	Resources         []json.RawMessage
 	ResourceTemplates []json.RawMessage
 	Prompts           []json.RawMessage
 	// Egress is the egress control's view; nil without one.
 	Egress any
+	// Rules is the server's own policy over calls; nil without one (the
+	// gateway's applies alone: Model.Policy).
+	Rules *Rules
 }
 
 // ToolsPolicy summarises a provider's tool allow/deny lists.
@@ -76,6 +83,14 @@ func (d *Details) Approvable() bool { return d.Quarantine != nil }
 // the server: one served from discovery, whose approval it revokes.
 func (d *Details) Rejectable() bool { return d.Source == string(catalog.SourceDiscovery) }
 
+// Health is how the provider is doing (HealthOf); a group's state.
+func (d *Details) Health() string {
+	if d.Group != nil {
+		return string(d.Group.State)
+	}
+	return HealthOf(d.Snapshot.State, d.Snapshot.Health.ConsecutiveFailures)
+}
+
 // CatalogTools are the tools to show: the live ones, else the stored ones.
 func (d *Details) CatalogTools() []mcpconn.Tool {
 	if len(d.Tools) > 0 {
@@ -85,13 +100,16 @@ func (d *Details) CatalogTools() []mcpconn.Tool {
 }
 
 // Details builds the view of id; history bounds the audit entries and
-// bindings it holds. A server that nothing serves has only the facts of
+// bindings it holds (none are read when it is 0). A server that nothing serves has only the facts of
 // the store (its audit, its stored catalog).
 func (m *Model) Details(ctx context.Context, id string, history int) *Details {
 	d := &Details{ID: id}
 	if m.Catalog != nil {
 		if e, ok := m.Catalog.Get(id); ok {
 			d.Source = string(e.Source)
+			if e.Spec != nil {
+				d.Rules = ownRules(e.Spec.Policy, d.Source)
+			}
 		}
 		d.ShadowedClaim = []Claim{}
 		for _, r := range m.Catalog.Refused() {
@@ -117,10 +135,10 @@ func (m *Model) Details(ctx context.Context, id string, history int) *Details {
 			d.Image = m.Images.Status(id)
 		}
 	}
-	if len(d.Tools) == 0 && m.Stored != nil {
-		d.StoredTools = m.storedTools(ctx, id)
+	if len(d.Tools) == 0 {
+		d.StoredTools = m.ShownCatalog(ctx, id)
 	}
-	if m.Audit != nil {
+	if m.Audit != nil && history > 0 {
 		es, err := m.Audit.RecentAudit(ctx, id, history)
 		if err == nil {
 			d.Audit, d.AuditKnown = es, true
@@ -131,8 +149,11 @@ func (m *Model) Details(ctx context.Context, id string, history int) *Details {
 	if m.FrontDoor != nil {
 		d.FrontDoor = m.FrontDoor.Details(id)
 	}
-	if m.Bindings != nil {
+	if m.Bindings != nil && history > 0 {
 		d.Bindings = m.Bindings.RecentBindings(id, history)
+	}
+	if m.Callables != nil {
+		d.ToolNames, d.PromptNames = m.Callables(id)
 	}
 	if m.Extras != nil {
 		d.Resources, d.ResourceTemplates, d.Prompts = m.Extras(id)
@@ -143,8 +164,14 @@ func (m *Model) Details(ctx context.Context, id string, history int) *Details {
 	return d
 }
 
-// storedTools are the tools of id's stored catalog, nil when none.
-func (m *Model) storedTools(ctx context.Context, id string) []mcpconn.Tool {
+// ShownCatalog are the tools the views show of id while nothing runs it
+// (Details' StoredTools): the catalog kept from its last run or read by
+// discovery's check of a candidate; nil when none. What an operator saw
+// of a pending server is this, and approving it pins this (pin.Approved).
+func (m *Model) ShownCatalog(ctx context.Context, id string) []mcpconn.Tool {
+	if m.Stored == nil {
+		return nil
+	}
 	c, err := m.Stored.Catalog(ctx, id)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {

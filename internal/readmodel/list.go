@@ -8,6 +8,9 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/discovery"
+	"github.com/mcp-hangar/hangar/internal/group"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
+	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -19,18 +22,24 @@ type Summary struct {
 	Group   string
 	IsGroup bool
 	State   string
-	// Health is "ok", "failing" (consecutive failed checks or calls) or
-	// "" when nothing was checked yet.
+	// Health is how a running server is doing (HealthOf): "ok",
+	// "failing" (consecutive failed checks or calls), "starting",
+	// "degraded", "down"; for a group its own state; "" for a server or
+	// group that is not running (cold).
 	Health              string
 	ConsecutiveFailures int
-	Calls               int64
-	Errors              int64
+	// Healthy and Members count a group's healthy members and all of them.
+	Healthy, Members int
+	Calls            int64
+	Errors           int64
 	// CallsPerSecond is the rate since the previous list (0 on the first).
 	CallsPerSecond float64
-	// MeanMs is the mean call duration, P50Ms the median estimated from
-	// the duration histogram's buckets; 0 when no call was timed.
+	// MeanMs is the mean call duration, P50Ms and P99Ms the median and
+	// the 99th percentile estimated from the duration histogram's
+	// buckets, since the server was registered; 0 when no call was timed.
 	MeanMs      float64
 	P50Ms       float64
+	P99Ms       float64
 	LastError   string
 	ImageDigest string
 	Quarantined bool
@@ -53,17 +62,16 @@ func (m *Model) Servers(keep func(id string) bool) []Summary {
 		s := Summary{ID: e.ID, Source: string(e.Source), Group: e.Group, IsGroup: e.IsGroup()}
 		if g, ok := m.group(e.ID); ok {
 			st := g.Status()
-			s.State = string(st.State)
+			s.State, s.Health = string(st.State), string(st.State)
+			s.Healthy, s.Members = st.HealthyCount, st.TotalMembers
+			if st.State == group.Cold {
+				s.Health = ""
+			}
 		} else if p, ok := m.provider(e.ID); ok {
 			snap := p.Snapshot()
 			s.State, s.LastError = string(snap.State), snap.LastError
 			s.ConsecutiveFailures = snap.Health.ConsecutiveFailures
-			switch {
-			case snap.Health.ConsecutiveFailures > 0:
-				s.Health = "failing"
-			case !snap.Health.LastCheck.IsZero() || !snap.Health.LastSuccessAt.IsZero():
-				s.Health = "ok"
-			}
+			s.Health = HealthOf(snap.State, snap.Health.ConsecutiveFailures)
 			_, s.Quarantined = p.Quarantined()
 			if m.Images != nil && p.Spec().Image != "" {
 				s.ImageDigest = m.Images.Status(e.ID).Digest
@@ -72,7 +80,7 @@ func (m *Model) Servers(keep func(id string) bool) []Summary {
 		if t, ok := totals[e.ID]; ok {
 			s.Calls, s.Errors = t.calls, t.errors
 			if t.count > 0 {
-				s.MeanMs, s.P50Ms = t.sumMs/float64(t.count), t.p50Ms
+				s.MeanMs, s.P50Ms, s.P99Ms = t.sumMs/float64(t.count), t.p50Ms, t.p99Ms
 			}
 			s.CallsPerSecond = m.rates.rate(e.ID, t.calls, now)
 		}
@@ -81,9 +89,29 @@ func (m *Model) Servers(keep func(id string) bool) []Summary {
 	return out
 }
 
+// HealthOf is how a provider in state with failures consecutive failed
+// checks or calls is doing. A READY provider answered its handshake, and
+// every call and check since that failed is counted: it is "ok" until
+// one fails, without waiting for the first periodic check.
+func HealthOf(state provider.State, failures int) string {
+	switch {
+	case state == provider.Cold:
+		return ""
+	case failures > 0:
+		return "failing"
+	case state == provider.Ready:
+		return "ok"
+	case state == provider.Initializing:
+		return "starting"
+	case state == provider.Degraded:
+		return "degraded"
+	}
+	return "down"
+}
+
 type totals struct {
 	calls, errors, count int64
-	sumMs, p50Ms         float64
+	sumMs, p50Ms, p99Ms  float64
 }
 
 func (m *Model) totals() map[string]totals {
@@ -97,7 +125,7 @@ func (m *Model) totals() map[string]totals {
 	}
 	out := make(map[string]totals, len(sum.Servers))
 	for id, t := range sum.Servers {
-		out[id] = totals{calls: t.Invocations, errors: t.Errors, count: t.LatencyCount, sumMs: t.LatencySumMs, p50Ms: t.LatencyP50Ms}
+		out[id] = totals{calls: t.Invocations, errors: t.Errors, count: t.LatencyCount, sumMs: t.LatencySumMs, p50Ms: t.LatencyP50Ms, p99Ms: t.LatencyP99Ms}
 	}
 	return out
 }
@@ -159,6 +187,9 @@ type Candidate struct {
 	// Discovered: a changed provider served from discovery, whose
 	// approval there can be revoked.
 	Discovered bool
+	// Tools are what is known of a pending candidate's catalog
+	// (ShownCatalog): what approving it pins; none when nothing was read.
+	Tools []mcpconn.Tool
 }
 
 // Approvable reports whether an approval (hangar_approve) would act on c
@@ -201,13 +232,14 @@ const (
 )
 
 // Candidates lists the servers waiting for an approval that keep accepts.
-func (m *Model) Candidates(keep func(id string) bool) []Candidate {
+func (m *Model) Candidates(ctx context.Context, keep func(id string) bool) []Candidate {
 	var out []Candidate
 	ok := func(id string) bool { return keep == nil || keep(id) }
 	if m.Discovery != nil {
 		for _, p := range m.Discovery.Pending() {
 			if ok(p.Name) {
-				out = append(out, Candidate{Name: p.Name, Kind: KindPending, Source: p.Source, Mode: p.Mode, Status: p.Status, Reason: p.Reason, Since: p.DiscoveredAt, Approved: p.Approved})
+				out = append(out, Candidate{Name: p.Name, Kind: KindPending, Source: p.Source, Mode: p.Mode, Status: p.Status, Reason: p.Reason, Since: p.DiscoveredAt, Approved: p.Approved,
+					Tools: m.ShownCatalog(ctx, p.Name)})
 			}
 		}
 		for _, q := range m.Discovery.Quarantined() {
@@ -263,31 +295,45 @@ func (m *Model) InstalledServers(ctx context.Context, keep func(id string) bool)
 	return out, nil
 }
 
-// Refusals are the newest refused requests and calls, newest first: the
-// endpoint's own (a token refused, a scope missing: no server) and those
-// on each server keep accepts. limit bounds the answer.
+// Refusals are the newest refused requests and calls, newest first, that
+// keep accepts (nil keeps all): those on each server keep accepts (egress
+// refusals included) and, only for a caller that keep lets see every
+// server (keep("") is true), the endpoint's own, which name no server (a
+// token refused, a scope missing) and may be about anyone. limit bounds
+// the answer.
 func (m *Model) Refusals(ctx context.Context, keep func(id string) bool, limit int) ([]store.AuditEntry, error) {
 	if m.Audit == nil {
 		return nil, nil
 	}
-	ids := []string{""}
+	mine := func(server string) bool { return keep == nil || keep(server) }
+	// The audit reads "" as every server: only a caller who may see them
+	// all asks for it.
+	var ids []string
+	if mine("") {
+		ids = append(ids, "")
+	}
 	if m.Catalog != nil {
 		for _, e := range m.Catalog.List() {
-			if keep == nil || keep(e.ID) {
+			if e.ID != "" && mine(e.ID) {
 				ids = append(ids, e.ID)
 			}
 		}
 	}
 	var out []store.AuditEntry
+	seen := map[int64]bool{}
 	for _, id := range ids {
 		es, err := m.Audit.RecentAudit(ctx, id, limit)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range es {
-			if !e.Allowed {
-				out = append(out, e)
+			// Checked again per entry: whatever the audit answered, an
+			// entry of a server the caller does not reach is not theirs.
+			if e.Allowed || !mine(e.Server) || (e.ID != 0 && seen[e.ID]) {
+				continue
 			}
+			seen[e.ID] = true // "" and each server's query overlap
+			out = append(out, e)
 		}
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].At.After(out[b].At) })
@@ -304,4 +350,32 @@ func (m *Model) discovered(id string) bool {
 	}
 	e, ok := m.Catalog.Get(id)
 	return ok && e.Source == catalog.SourceDiscovery
+}
+
+// GroupList lists the status of every group keep accepts (nil keeps all),
+// in the catalog's order: members, strategy, breaker.
+func (m *Model) GroupList(keep func(id string) bool) []group.Status {
+	if m.Catalog == nil {
+		return nil
+	}
+	var out []group.Status
+	for _, e := range m.Catalog.List() {
+		if !e.IsGroup() || (keep != nil && !keep(e.ID)) {
+			continue
+		}
+		if g, ok := m.group(e.ID); ok {
+			out = append(out, g.Status())
+		}
+	}
+	return out
+}
+
+// GatewayTools are the gateway's own tools (hangar_*), as every caller
+// may read of them in seed 001; a caller's scopes decide which it may
+// call.
+func (m *Model) GatewayTools() []mcpconn.Tool {
+	if m.OwnTools == nil {
+		return nil
+	}
+	return m.OwnTools()
 }

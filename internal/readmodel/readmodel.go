@@ -15,12 +15,14 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/catalog"
 	"github.com/mcp-hangar/hangar/internal/discovery"
 	"github.com/mcp-hangar/hangar/internal/group"
+	"github.com/mcp-hangar/hangar/internal/mcpconn"
 	"github.com/mcp-hangar/hangar/internal/metrics"
 	"github.com/mcp-hangar/hangar/internal/provider"
 	"github.com/mcp-hangar/hangar/internal/store"
@@ -81,15 +83,21 @@ type Bindings interface {
 // door listed of a server (raw MCP JSON); nil when none is known.
 type Extras func(server string) (resources, templates, prompts []json.RawMessage)
 
+// Callables are the front door's names of a server's tools and prompts,
+// by their names on the server (FrontDoor.Callables).
+type Callables func(server string) (tools, prompts map[string]string)
+
 // Discovery lists the candidates waiting for an operator.
 type Discovery interface {
 	Pending() []discovery.PendingEntry
 	Quarantined() []discovery.QuarantineEntry
 }
 
-// Metrics reads the per-server call totals.
+// Metrics reads the per-server call totals: the summary the server list
+// shows, and the counts the traffic sampler reads.
 type Metrics interface {
 	Summarize() (*metrics.Summary, error)
+	CallCounts() map[string]metrics.CallCounts
 }
 
 var (
@@ -123,14 +131,30 @@ type Model struct {
 	FrontDoor FrontDoor
 	Bindings  Bindings
 	Extras    Extras
+	Callables Callables
 	Discovery Discovery
 	Metrics   Metrics
 	// Egress is a server's egress control (allow-list, recent
 	// refusals); nil for a server without it.
 	Egress func(server string) any
+	// OwnTools are the gateway's own tools (hangar_*).
+	OwnTools func() []mcpconn.Tool
+	// Replication and Containers are the replicas page's sources.
+	Replication Replication
+	Containers  Containers
+	// TrafficStep is the traffic sampler's step (DefaultTrafficStep when
+	// 0); set it before RunTraffic.
+	TrafficStep time.Duration
+	// Credentials are callers' upstream credentials; nil: no server has
+	// upstream_auth.
+	Credentials Credentials
+	// Policy is the gateway's policy over calls in force (policy:); nil:
+	// none is shown.
+	Policy func() Rules
 	Log    *slog.Logger
 
-	rates rateMeter
+	rates   rateMeter
+	traffic atomic.Pointer[traffic]
 }
 
 func (m *Model) log() *slog.Logger {

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -26,8 +29,17 @@ type fakeStore struct {
 	installs []store.Install
 }
 
+// RecentAudit answers as the store does: server "" is every server's
+// entries, newest first.
 func (f *fakeStore) RecentAudit(_ context.Context, server string, limit int) ([]store.AuditEntry, error) {
 	es := f.audit[server]
+	if server == "" {
+		es = nil
+		for _, k := range slices.Sorted(maps.Keys(f.audit)) {
+			es = append(es, f.audit[k]...)
+		}
+		sort.SliceStable(es, func(a, b int) bool { return es[a].At.After(es[b].At) })
+	}
 	if len(es) > limit {
 		es = es[:limit]
 	}
@@ -80,8 +92,9 @@ func newModel(t *testing.T) (*readmodel.Model, *fakeStore, *metrics.Metrics) {
 	now := time.Now()
 	st := &fakeStore{
 		audit: map[string][]store.AuditEntry{
-			"":      {{At: now.Add(-time.Minute), Identity: "anonymous", Action: "request", Allowed: false, Reason: "no credentials"}},
-			"alpha": {{At: now, Identity: "reader", Action: "tools/call", Tool: "hangar_approve", Allowed: false, Reason: "insufficient_scope"}, {At: now.Add(-time.Hour), Identity: "admin", Action: "tools/call", Tool: "add", Allowed: true}},
+			"":      {{ID: 1, At: now.Add(-time.Minute), Identity: "anonymous", Action: "request", Allowed: false, Reason: "no credentials"}},
+			"alpha": {{ID: 3, At: now, Server: "alpha", Identity: "reader", Action: "tools/call", Tool: "hangar_approve", Allowed: false, Reason: "insufficient_scope"}, {ID: 2, At: now.Add(-time.Hour), Server: "alpha", Identity: "admin", Action: "tools/call", Tool: "add", Allowed: true}},
+			"beta":  {{ID: 4, At: now.Add(-2 * time.Minute), Server: "beta", Identity: "kit", Action: "egress", Tool: "evil.example:443", Allowed: false, Reason: "not_allowed"}},
 		},
 		catalogs: map[string]store.CachedCatalog{"alpha": {Server: "alpha", Catalog: json.RawMessage(`{"tools":[{"name":"add","description":"adds"}]}`)}},
 		installs: []store.Install{{Name: "zeta", Enabled: true}, {Name: "beta", Enabled: false}},
@@ -155,7 +168,7 @@ func TestServers(t *testing.T) {
 func TestCandidatesInstallsRefusals(t *testing.T) {
 	t.Parallel()
 	m, _, _ := newModel(t)
-	c := m.Candidates(func(id string) bool { return id != "other" })
+	c := m.Candidates(t.Context(), func(id string) bool { return id != "other" })
 	if len(c) != 2 || c[0].Name != "cand" || c[0].Kind != readmodel.KindPending || c[1].Name != "sick" || c[1].Kind != readmodel.KindQuarantined {
 		t.Errorf("candidates %+v", c)
 	}
@@ -166,11 +179,20 @@ func TestCandidatesInstallsRefusals(t *testing.T) {
 		t.Errorf("installs %+v, %v", in, err)
 	}
 	r, err := m.Refusals(t.Context(), nil, 10)
-	if err != nil || len(r) != 2 || r[0].Identity != "reader" || r[1].Identity != "anonymous" {
-		t.Errorf("refusals %+v, %v", r, err)
+	if err != nil || len(r) != 3 || r[0].Identity != "reader" || r[1].Identity != "anonymous" || r[2].Action != "egress" {
+		t.Errorf("refusals (each once, newest first) %+v, %v", r, err)
 	}
-	if r, _ := m.Refusals(t.Context(), func(string) bool { return false }, 10); len(r) != 1 || r[0].Identity != "anonymous" {
-		t.Errorf("a caller that reaches no server sees only the endpoint's refusals: %+v", r)
+	// A caller limited to some servers sees their refusals only: not
+	// another server's (its egress refusals included), not the endpoint's,
+	// which name no server and may be anyone's.
+	if r, _ := m.Refusals(t.Context(), func(id string) bool { return id == "alpha" }, 10); len(r) != 1 || r[0].Server != "alpha" {
+		t.Errorf("a caller limited to alpha: %+v", r)
+	}
+	if r, _ := m.Refusals(t.Context(), func(id string) bool { return id == "beta" }, 10); len(r) != 1 || r[0].Action != "egress" {
+		t.Errorf("a caller limited to beta: %+v", r)
+	}
+	if r, _ := m.Refusals(t.Context(), func(string) bool { return false }, 10); len(r) != 0 {
+		t.Errorf("a caller that reaches no server sees refusals: %+v", r)
 	}
 	if r, _ := m.Refusals(t.Context(), nil, 1); len(r) != 1 || r[0].Identity != "reader" {
 		t.Errorf("limit 1: %+v", r)
@@ -236,8 +258,59 @@ func TestCandidatesApprovedAndRefused(t *testing.T) {
 	t.Parallel()
 	m, _, _ := newModel(t)
 	m.Discovery = approvedDiscovery{}
-	c := m.Candidates(nil)
+	c := m.Candidates(t.Context(), nil)
 	if len(c) < 1 || c[0].Name != "taken" || !c[0].Approved || c[0].Approvable() || !c[0].Rejectable() {
 		t.Errorf("candidates %+v: want taken approved, rejectable only", c)
+	}
+}
+
+// Health is filled for every running server: a READY provider answered
+// its handshake and is "ok" until a check or call fails.
+func TestHealthOf(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		state    provider.State
+		failures int
+		want     string
+	}{
+		{provider.Cold, 0, ""},
+		{provider.Ready, 0, "ok"},
+		{provider.Ready, 2, "failing"},
+		{provider.Initializing, 0, "starting"},
+		{provider.Degraded, 0, "degraded"},
+		{provider.Degraded, 1, "failing"},
+		{provider.Dead, 0, "down"},
+	} {
+		if got := readmodel.HealthOf(c.state, c.failures); got != c.want {
+			t.Errorf("HealthOf(%s, %d) = %q, want %q", c.state, c.failures, got, c.want)
+		}
+	}
+}
+
+// The groups page: each group's members, strategy and breaker, the
+// caller's groups only.
+func TestGroupList(t *testing.T) {
+	t.Parallel()
+	m, _, _ := newModel(t)
+	g := m.Catalog.(*catalog.Catalog)
+	g.Publish(t.Context(), catalog.SourceConfig, []*config.Server{
+		{ID: "alpha", Mode: config.ModeRemote, Endpoint: "http://127.0.0.1:1/mcp"},
+		{ID: "beta", Mode: config.ModeRemote, Endpoint: "http://127.0.0.1:2/mcp"},
+		{ID: "pool", Mode: config.ModeGroup, Strategy: "round_robin", Members: []*config.Server{
+			{ID: "pool-a", Mode: config.ModeRemote, Endpoint: "http://127.0.0.1:4/mcp"},
+			{ID: "pool-b", Mode: config.ModeRemote, Endpoint: "http://127.0.0.1:5/mcp"},
+		}},
+	}, "test")
+	list := m.GroupList(nil)
+	if len(list) != 1 || list[0].ID != "pool" || list[0].Strategy != "round_robin" || list[0].Circuit != "closed" || len(list[0].Members) != 2 {
+		t.Fatalf("groups %+v", list)
+	}
+	if l := m.GroupList(func(id string) bool { return id != "pool" }); len(l) != 0 {
+		t.Errorf("a group out of reach listed: %+v", l)
+	}
+	for _, s := range m.Servers(nil) {
+		if s.ID == "pool" && (!s.IsGroup || s.Members != 2 || s.Health != "") {
+			t.Errorf("the cold group's line %+v", s)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Mask replaces a secret value.
@@ -31,7 +32,7 @@ func URL(raw string) string {
 		parts := strings.Split(u.RawQuery, "&")
 		for i, p := range parts {
 			k, v, _ := strings.Cut(p, "=")
-			if v != "" && !placeholderRe.MatchString(v) {
+			if v != "" && !placeholderRe().MatchString(v) {
 				parts[i] = k + "=" + Mask
 			}
 		}
@@ -45,11 +46,13 @@ func URL(raw string) string {
 	return u.String()
 }
 
-var placeholderRe = regexp.MustCompile(`^\$\{keystore:[A-Za-z0-9_./-]+\}$`)
+var placeholderRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$\{keystore:[A-Za-z0-9_./-]+\}$`) })
 
 // urlInText finds URLs in free text: an error of net/http quotes the URL
 // it failed on ("Post \"https://…\": …"), a log line may carry one bare.
-var urlInText = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,15}://[^\s"'<>` + "`" + `]+`)
+var urlInText = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,15}://[^\s"'<>` + "`" + `]+`)
+})
 
 // Text masks the credentials of every URL in s (see URL). Use it on any
 // error or message that may name an endpoint.
@@ -57,7 +60,7 @@ func Text(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	return urlInText.ReplaceAllStringFunc(s, func(m string) string {
+	return urlInText().ReplaceAllStringFunc(s, func(m string) string {
 		// A URL at the end of a sentence keeps its punctuation outside.
 		trail := ""
 		for len(m) > 0 && strings.ContainsRune(".,;:)]}", rune(m[len(m)-1])) {

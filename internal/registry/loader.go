@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/packages"
 )
 
 // Registrar is what the Loader needs of the gateway's providers.
@@ -137,6 +138,11 @@ type Loader struct {
 	// AllowedEgress is install.allowed_egress: the hosts a server's
 	// MetaEgress may ask for (none by default).
 	AllowedEgress []string
+	// Packages releases the image of an npm or PyPI server when it is
+	// unloaded (or fails to start); nil: nothing to release.
+	Packages interface {
+		Release(ctx context.Context, s *config.Server)
+	}
 
 	loadMu sync.Mutex // one load at a time
 	mu     sync.Mutex
@@ -148,6 +154,7 @@ type hotServer struct {
 	verified         bool
 	loadedAt         time.Time
 	allow, deny      []string
+	spec             *config.Server
 }
 
 // NewLoader returns a loader that finds servers with client and runs them
@@ -167,6 +174,19 @@ func NewLoader(cfg config.Registry, client Searcher, reg Registrar, log *slog.Lo
 
 // startGrace is added to a server's start timeout for the handshake's tail.
 const startGrace = 5 * time.Second
+
+// buildGrace is added for an npm or PyPI server, whose first start
+// resolves its package and builds its image.
+const buildGrace = 10 * time.Minute
+
+// startDeadline bounds a hot-load's start of spec.
+func startDeadline(spec *config.Server) time.Duration {
+	d := spec.StartTimeout + startGrace
+	if spec.Package != nil {
+		d += buildGrace
+	}
+	return d
+}
 
 // cleanupTimeout bounds removing a server whose start failed.
 const cleanupTimeout = 30 * time.Second
@@ -208,6 +228,7 @@ func (l *Loader) Load(ctx context.Context, progress call.Progress, name string, 
 		IdleTTL:            l.cfg.IdleTTL,
 		AllowTools:         allow,
 		DenyTools:          deny,
+		PackageTypes:       l.cfg.PackageTypes,
 	})
 	res.Warnings = out.Warnings
 	if out.Status != StatusResolved {
@@ -242,7 +263,7 @@ func (l *Loader) Load(ctx context.Context, progress call.Progress, name string, 
 	}
 	res.MCPServer = spec.ID
 
-	sctx, cancel := context.WithTimeout(ctx, spec.StartTimeout+startGrace)
+	sctx, cancel := context.WithTimeout(ctx, startDeadline(spec))
 	tools, err := l.reg.Start(sctx, spec.ID, progress)
 	cancel()
 	if err != nil {
@@ -250,6 +271,7 @@ func (l *Loader) Load(ctx context.Context, progress call.Progress, name string, 
 		if derr := l.reg.Deregister(dctx, spec.ID); derr != nil {
 			l.log.Warn("removing a hot-loaded server that failed to start", "mcp_server", spec.ID, "error", derr)
 		}
+		l.release(dctx, spec)
 		dcancel()
 		res.Status = StatusFailed
 		res.Message = redact(fmt.Sprintf("%s (%s) failed to start: %v", e.Server.Name, describe(spec), err), out.Secrets)
@@ -258,7 +280,7 @@ func (l *Loader) Load(ctx context.Context, progress call.Progress, name string, 
 	h := &hotServer{
 		id: spec.ID, name: e.Server.Name, source: e.Source + ":" + e.Server.Name,
 		verified: out.Verified, loadedAt: l.Now(),
-		allow: slices.Clone(allow), deny: slices.Clone(deny),
+		allow: slices.Clone(allow), deny: slices.Clone(deny), spec: spec,
 	}
 	l.mu.Lock()
 	l.loaded[h.id] = h
@@ -272,10 +294,20 @@ func (l *Loader) Load(ctx context.Context, progress call.Progress, name string, 
 
 // describe names what a spec runs, for messages.
 func describe(s *config.Server) string {
-	if s.Mode == config.ModeRemote {
+	switch {
+	case s.Mode == config.ModeRemote:
 		return "remote " + s.Endpoint
+	case s.Package != nil:
+		return packages.Describe(*s.Package)
 	}
 	return "image " + s.Image
+}
+
+// release lets the image of an npm or PyPI server go.
+func (l *Loader) release(ctx context.Context, s *config.Server) {
+	if l.Packages != nil && s != nil && s.Package != nil {
+		l.Packages.Release(ctx, s)
+	}
 }
 
 // again answers a load of a server that is already hot-loaded: it is
@@ -287,7 +319,11 @@ func (l *Loader) again(ctx context.Context, progress call.Progress, h *hotServer
 		res.Message = fmt.Sprintf("%s is already hot-loaded as %s with another tool policy; hangar_unload it first to change the policy", h.name, h.id)
 		return res
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	wait := 2 * time.Minute
+	if h.spec != nil && h.spec.Package != nil {
+		wait += buildGrace
+	}
+	sctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tools, err := l.reg.Start(sctx, h.id, progress)
 	if err != nil {
@@ -347,6 +383,7 @@ func (l *Loader) Unload(ctx context.Context, id string) UnloadResult {
 		return UnloadResult{Status: StatusFailed, MCPServer: id,
 			Message: fmt.Sprintf("%s was removed, but stopping it failed: %v", id, err)}
 	}
+	l.release(dctx, h.spec)
 	l.log.Info("mcp server unloaded", "mcp_server", id, "name", h.name, "lifetime_s", lifetime)
 	return UnloadResult{Status: StatusUnloaded, MCPServer: id, Message: "MCP Server unloaded", LifetimeSeconds: roundMillis(lifetime)}
 }
@@ -389,22 +426,25 @@ func (l *Loader) prune() {
 		return
 	}
 	var gone []string
+	var specs []*config.Server
 	l.mu.Lock()
 	for id, h := range l.loaded {
 		if _, origin, exists := in.Inspect(id); !exists || origin != config.OriginRegistry {
 			delete(l.loaded, id)
 			gone = append(gone, id)
+			specs = append(specs, h.spec)
 			l.log.Warn("hot-loaded server removed outside hangar_unload", "mcp_server", id, "name", h.name)
 		}
 	}
 	l.mu.Unlock()
 	// Withdraw the claim too, so that it is not served again when what
 	// took its ID goes away.
-	for _, id := range gone {
+	for i, id := range gone {
 		dctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		if err := l.reg.Deregister(dctx, id); err != nil {
 			l.log.Warn("withdrawing a hot-loaded server", "mcp_server", id, "error", err)
 		}
+		l.release(dctx, specs[i])
 		cancel()
 	}
 }

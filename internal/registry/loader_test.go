@@ -298,7 +298,7 @@ func TestLoaderOutcomes(t *testing.T) {
 		catalogEntry("io.github.ok/dup", testkitPkg), catalogEntry("io.github.ok2/dup", testkitPkg),
 		catalogEntry("io.github.stranger/tool", testkitPkg),
 		catalogEntry("io.github.ok/needs-secret", secretPkg),
-		catalogEntry("io.github.ok/node", Package{RegistryType: "npm", Identifier: "@ok/node"}),
+		catalogEntry("io.github.ok/node", Package{RegistryType: "nuget", Identifier: "Ok.Node"}),
 	)
 	tests := []struct {
 		name, query string
@@ -315,7 +315,7 @@ func TestLoaderOutcomes(t *testing.T) {
 		{"missing secrets", "needs-secret", false, StatusMissingSecrets, func(r LoadResult) bool {
 			return slices.Equal(r.Missing, []string{"GITHUB_TOKEN"}) && strings.Contains(r.Instructions, "HANGAR_SECRET_GITHUB_TOKEN")
 		}},
-		{"not runnable", "node", false, StatusFailed, func(r LoadResult) bool { return strings.Contains(r.Message, "Node.js") }},
+		{"not runnable", "node", false, StatusFailed, func(r LoadResult) bool { return strings.Contains(r.Message, ".NET") }},
 		{"empty name", "  ", false, StatusFailed, func(r LoadResult) bool { return r.Message == "name is required" }},
 	}
 	for _, tt := range tests {
@@ -414,5 +414,55 @@ func TestResultJSON(t *testing.T) {
 		if err != nil || string(b) != tt.want {
 			t.Errorf("json(%+v) = %s, %v\n want %s", tt.v, b, err, tt.want)
 		}
+	}
+}
+
+// releases records what the Loader releases.
+type releases struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (r *releases) Release(_ context.Context, s *config.Server) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, s.ID+"="+s.Package.String())
+}
+
+// TestLoaderPackages: an npm entry loads like an oci one, its spec running
+// the package from the entry's registry; its image is released at unload
+// and after a failed start.
+func TestLoaderPackages(t *testing.T) {
+	t.Parallel()
+	npmPkg := Package{RegistryType: "npm", RegistryBaseURL: "http://registry.local/npm", Identifier: "@ok/srv", Version: "^1", RuntimeHint: "npx",
+		PackageArguments: []Argument{{Type: "positional", Input: Input{Value: "stdio"}}}}
+	l, _, reg, _ := newTestLoader(t, config.Registry{PackageTypes: []string{"oci", "npm", "pypi"}},
+		catalogEntry("io.github.ok/srv", npmPkg), catalogEntry("io.github.ok/py", Package{RegistryType: "pypi", Identifier: "ok-py"}))
+	rel := &releases{}
+	l.Packages = rel
+	res := l.Load(context.Background(), call.Progress{}, "srv", false, nil, nil)
+	if res.Status != StatusLoaded || res.MCPServer != "srv" {
+		t.Fatalf("Load = %+v", res)
+	}
+	spec := reg.spec("srv")
+	if spec == nil || spec.Image != "" || spec.Package == nil || spec.Package.String() != "npm:@ok/srv@^1" ||
+		spec.Package.Registry != "http://registry.local/npm" || !slices.Equal(spec.Args, []string{"stdio"}) {
+		t.Fatalf("registered spec = %+v", spec)
+	}
+	if want := spec.StartTimeout + startGrace + buildGrace; reg.startTimeout != want {
+		t.Errorf("Start deadline %s, want %s: the first start builds the image", reg.startTimeout, want)
+	}
+	if u := l.Unload(context.Background(), "srv"); u.Status != StatusUnloaded {
+		t.Fatalf("Unload = %+v", u)
+	}
+	reg.startErr = errors.New("npm package ok-py: no such package")
+	if res := l.Load(context.Background(), call.Progress{}, "py", false, nil, nil); res.Status != StatusFailed ||
+		!strings.Contains(res.Message, "pypi package ok-py@latest") || !strings.Contains(res.Message, "no such package") {
+		t.Errorf("failed Load = %+v", res)
+	}
+	rel.mu.Lock()
+	defer rel.mu.Unlock()
+	if !slices.Equal(rel.ids, []string{"srv=npm:@ok/srv@^1", "py=pypi:ok-py@latest"}) {
+		t.Errorf("released %v", rel.ids)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/packages"
 )
 
 // Statuses of hangar_load and hangar_unload (seed 001), and StatusResolved
@@ -55,6 +57,9 @@ type Options struct {
 	IdleTTL time.Duration
 	// AllowTools and DenyTools become the server's tool policy.
 	AllowTools, DenyTools []string
+	// PackageTypes are registry.package_types: the package types run, in
+	// order of preference (nil: oci, npm, pypi).
+	PackageTypes []string
 }
 
 // Verified reports whether an entry counts as verified. The rule:
@@ -85,18 +90,23 @@ func Verified(e Entry, namespaces []string) bool {
 // nothing). In order: an unverified entry needs ForceUnverified; then the
 // first runnable form is chosen:
 //
-//  1. an oci package with stdio transport: mode docker, stdio;
-//  2. an oci package with streamable-http (or sse) transport: mode docker,
-//     transport http (sse), port and path from the transport URL;
-//  3. a remote (streamable-http, then sse): mode remote.
+//  1. a package, of the first type of opts.PackageTypes that the entry
+//     publishes (oci, then npm, then pypi by default): an oci image with
+//     stdio transport (mode docker, stdio), else with streamable-http (or
+//     sse) transport (mode docker, transport http or sse, port and path
+//     from the transport URL); an npm or pypi package likewise, run from
+//     an image the gateway builds of it (package internal/packages) under
+//     the runtime its runtimeHint names (npx, uvx, …), from its
+//     registryBaseUrl;
+//  2. a remote (streamable-http, then sse): mode remote.
 //
-// npm, pypi, nuget and mcpb packages are not runnable here (the gateway
-// runs containers, not language runtimes). Environment variables, headers,
-// {placeholders} and arguments are filled from the server.json and from
-// the gateway's environment (see input); anything required and missing
-// gives StatusMissingSecrets. Runtime arguments never change the
-// container's hardening: -e/--env is honoured, everything else is ignored
-// with a warning.
+// nuget and mcpb packages are not runnable here. Environment variables,
+// headers, {placeholders} and arguments are filled from the server.json and
+// from the gateway's environment (see input); anything required and
+// missing gives StatusMissingSecrets. An oci package's runtime arguments
+// never change the container's hardening: -e/--env is honoured,
+// everything else is ignored with a warning; an npm or pypi package's go
+// to its runner (npx -y, uvx --from …) as a client config's line would.
 func Resolve(e Entry, lookup func(string) (string, bool), opts Options) (*config.Server, Outcome) {
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
@@ -123,7 +133,7 @@ func Resolve(e Entry, lookup func(string) (string, bool), opts Options) (*config
 	}
 	var spec *config.Server
 	var err error
-	switch pkg, remote := choose(e.Server); {
+	switch pkg, remote := choose(e.Server, opts.PackageTypes); {
 	case pkg != nil:
 		spec, err = r.container(id, *pkg, opts.Execution)
 	case remote != nil:
@@ -159,11 +169,16 @@ func Resolve(e Entry, lookup func(string) (string, bool), opts Options) (*config
 }
 
 // choose picks the package or remote to run, in the order of Resolve.
-func choose(s ServerJSON) (*Package, *Transport) {
-	for _, t := range []string{TransportStdio, TransportStreamableHTTP, TransportSSE} {
-		for i, p := range s.Packages {
-			if strings.EqualFold(p.RegistryType, RegistryTypeOCI) && strings.EqualFold(transportType(p.Transport), t) {
-				return &s.Packages[i], nil
+func choose(s ServerJSON, types []string) (*Package, *Transport) {
+	if types == nil {
+		types = []string{RegistryTypeOCI, RegistryTypeNPM, RegistryTypePyPI}
+	}
+	for _, kind := range types {
+		for _, t := range []string{TransportStdio, TransportStreamableHTTP, TransportSSE} {
+			for i, p := range s.Packages {
+				if strings.EqualFold(p.RegistryType, kind) && strings.EqualFold(transportType(p.Transport), t) {
+					return &s.Packages[i], nil
+				}
 			}
 		}
 	}
@@ -185,10 +200,9 @@ func transportType(t Transport) string {
 	return t.Type
 }
 
-// runtimes names what a package type needs to run.
+// runtimes names what a package type needs to run, for the types the
+// gateway does not run.
 var runtimes = map[string]string{
-	RegistryTypeNPM:   "Node.js (npx)",
-	RegistryTypePyPI:  "Python (uvx)",
 	RegistryTypeNuGet: ".NET (dnx)",
 	RegistryTypeMCPB:  "an MCP bundle host",
 }
@@ -202,8 +216,8 @@ func notRunnable(s ServerJSON) string {
 	for _, p := range s.Packages {
 		t := strings.ToLower(p.RegistryType)
 		switch need, known := runtimes[t]; {
-		case t == RegistryTypeOCI:
-			forms = append(forms, fmt.Sprintf("oci image %s with transport %q, which the gateway does not support", p.Identifier, transportType(p.Transport)))
+		case t == RegistryTypeOCI || t == RegistryTypeNPM || t == RegistryTypePyPI:
+			forms = append(forms, fmt.Sprintf("%s package %s with transport %q, which the gateway does not run (registry.package_types and its transports decide)", t, p.Identifier, transportType(p.Transport)))
 		case known:
 			forms = append(forms, fmt.Sprintf("%s package %s, which needs %s", t, p.Identifier, need))
 		default:
@@ -213,7 +227,7 @@ func notRunnable(s ServerJSON) string {
 	for _, r := range s.Remotes {
 		forms = append(forms, fmt.Sprintf("remote with transport %q, which the gateway does not support", r.Type))
 	}
-	return fmt.Sprintf("%s cannot run here: the gateway runs MCP servers as containers (oci packages) or connects to remote endpoints, "+
+	return fmt.Sprintf("%s cannot run here: the gateway runs MCP servers as containers (oci, npm and pypi packages) or connects to remote endpoints, "+
 		"and %s is published only as %s; no such runtime is available in the gateway. Choose a server that publishes an oci image or a remote endpoint",
 		s.Name, s.Name, strings.Join(forms, "; "))
 }
@@ -238,13 +252,13 @@ func reservedEnv(name string) bool {
 		u == "PATH" || u == "HOME" || u == "HOSTNAME" || u == "USER" || u == "PWD" || u == "SHELL"
 }
 
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // envKey turns an input's name into the variable that supplies it:
 // "api_key" → API_KEY, "X-Api-Key" → X_API_KEY. Environment variable
 // names are kept as they are.
 func envKey(name string) string {
-	if envNameRe.MatchString(name) && strings.ToUpper(name) == name {
+	if envNameRe().MatchString(name) && strings.ToUpper(name) == name {
 		return name
 	}
 	var b strings.Builder
@@ -319,14 +333,14 @@ func (r *resolver) need(key, description string) {
 	r.described[key] = description
 }
 
-var placeholderRe = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_.-]*)\}`)
+var placeholderRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_.-]*)\}`) })
 
 // template fills {name} placeholders from vars; a placeholder vars does
 // not define is left as written. ok is false when a required variable is
 // missing; an optional one without a value becomes "".
 func (r *resolver) template(s string, vars map[string]Input) (string, bool) {
 	ok := true
-	out := placeholderRe.ReplaceAllStringFunc(s, func(m string) string {
+	out := placeholderRe().ReplaceAllStringFunc(s, func(m string) string {
 		name := m[1 : len(m)-1]
 		in, defined := vars[name]
 		if !defined {
@@ -362,7 +376,7 @@ func (r *resolver) argument(a Argument) (string, bool) {
 // env resolves environment variables into dst.
 func (r *resolver) env(dst map[string]string, vars []KeyValueInput) {
 	for _, kv := range vars {
-		if !envNameRe.MatchString(kv.Name) {
+		if !envNameRe().MatchString(kv.Name) {
 			r.warnings = append(r.warnings, fmt.Sprintf("environment variable %q ignored: not a valid name", kv.Name))
 			continue
 		}
@@ -372,17 +386,26 @@ func (r *resolver) env(dst map[string]string, vars []KeyValueInput) {
 	}
 }
 
-// container builds a docker spec from an oci package.
+// container builds a docker spec from an oci, npm or pypi package.
 func (r *resolver) container(id string, p Package, exec config.Execution) (*config.Server, error) {
-	image, err := imageRef(p)
-	if err != nil {
-		return nil, err
-	}
 	s := config.NewServer(id, config.ModeDocker, exec)
-	s.Image = image
 	env := map[string]string{}
 	r.env(env, p.EnvironmentVariables)
-	r.runtimeArgs(env, p.RuntimeArguments)
+	var runner []string // an npm or pypi package's runner line, before its package arguments
+	if t := strings.ToLower(p.RegistryType); t == RegistryTypeNPM || t == RegistryTypePyPI {
+		line, err := r.runnerLine(p, t)
+		if err != nil {
+			return nil, err
+		}
+		runner = line
+	} else {
+		image, err := imageRef(p)
+		if err != nil {
+			return nil, err
+		}
+		s.Image = image
+		r.runtimeArgs(env, p.RuntimeArguments)
+	}
 	argVals := map[string]string{} // value hint or flag name → value
 	for _, a := range p.PackageArguments {
 		v, ok := r.argument(a)
@@ -403,6 +426,11 @@ func (r *resolver) container(id string, p Package, exec config.Execution) (*conf
 	}
 	if len(env) > 0 {
 		s.Env = env
+	}
+	if runner != nil {
+		if err := packageSpec(s, p, runner); err != nil {
+			return nil, err
+		}
 	}
 	switch t := strings.ToLower(transportType(p.Transport)); t {
 	case TransportStdio:
@@ -431,7 +459,7 @@ func (r *resolver) containerURL(t Transport, argVals map[string]string) (int, st
 		r.warnings = append(r.warnings, "the package's transport has no url; assuming port 8080, path /mcp")
 		return 8080, "/mcp", nil
 	}
-	filled := placeholderRe.ReplaceAllStringFunc(raw, func(m string) string {
+	filled := placeholderRe().ReplaceAllStringFunc(raw, func(m string) string {
 		k := m[1 : len(m)-1]
 		if v, ok := argVals[k]; ok {
 			return v
@@ -466,6 +494,81 @@ func (r *resolver) containerURL(t Transport, argVals map[string]string) (int, st
 	return port, path, nil
 }
 
+// runnerLine is the start of the command line that runs an npm or pypi
+// package: its runner (runtimeHint, else npx or uvx), the runner's
+// arguments (runtimeArguments), and the package at its version.
+func (r *resolver) runnerLine(p Package, pkgType string) ([]string, error) {
+	name := strings.TrimSpace(p.Identifier)
+	if name == "" {
+		return nil, fmt.Errorf("%s package has no identifier", pkgType)
+	}
+	runner := strings.TrimSpace(p.RuntimeHint)
+	if runner == "" {
+		runner = config.DefaultRunner(pkgType)
+	}
+	if config.PackageRunnerType(runner) != pkgType {
+		return nil, fmt.Errorf("%s package %s: runtimeHint %q does not run %s packages", pkgType, name, runner, pkgType)
+	}
+	line := []string{runner}
+	for _, a := range p.RuntimeArguments {
+		v, ok := r.argument(a)
+		if !ok {
+			continue
+		}
+		if a.Type == "named" && a.Name != "" {
+			if strings.Contains(a.Name, "=") || v == "" {
+				line = append(line, a.Name)
+				continue
+			}
+			line = append(line, a.Name, v)
+			continue
+		}
+		line = append(line, v)
+	}
+	for _, a := range line[1:] {
+		flag, _, _ := strings.Cut(a, "=")
+		switch flag {
+		case "--from", "--spec", "--with", "-p", "--package":
+			// The runtime arguments name the package (and its version).
+			return line, nil
+		}
+	}
+	spec := name
+	if v := strings.TrimSpace(p.Version); v != "" && v != "latest" {
+		spec += "@" + v
+	}
+	return append(line, spec), nil
+}
+
+// packageSpec makes s run the npm or pypi package of the runner line
+// (plus the package arguments already in s.Args) from its registry.
+func packageSpec(s *config.Server, p Package, runner []string) error {
+	line, err := packages.ParseLine(runner[0], append(runner[1:], s.Args...))
+	if err != nil {
+		return err
+	}
+	if line.Package == nil {
+		return fmt.Errorf("%s package %s: its runtime arguments run a file, not the package", p.RegistryType, p.Identifier)
+	}
+	pkg := line.Package
+	if base := strings.TrimRight(strings.TrimSpace(p.RegistryBaseURL), "/"); base != "" && pkg.Registry == "" {
+		// registryBaseUrl is the registry's root; PyPI's simple index is
+		// under it.
+		pkg.Registry = base
+		if pkg.Type == config.PackagePyPI && !strings.HasSuffix(base, "/simple") {
+			pkg.Registry = base + "/simple/"
+		}
+		if field, msg := config.CheckPackage(*pkg); field != "" {
+			return fmt.Errorf("%s package %s: %s: %s", p.RegistryType, p.Identifier, field, msg)
+		}
+	}
+	s.Package, s.Args = pkg, nil
+	if len(line.Args) > 0 {
+		s.Args = line.Args
+	}
+	return nil
+}
+
 // runtimeArgs honours -e/--env and ignores every other runtime argument:
 // the container's mounts, network, user, privileges and limits come from
 // the gateway's hardening only.
@@ -486,7 +589,7 @@ func (r *resolver) runtimeArgs(env map[string]string, args []Argument) {
 				}
 			}
 			k, val, hasVal := strings.Cut(v, "=")
-			if !envNameRe.MatchString(k) {
+			if !envNameRe().MatchString(k) {
 				r.warnings = append(r.warnings, fmt.Sprintf("runtime argument %s %q ignored: not NAME=value", flag, v))
 				continue
 			}
@@ -545,7 +648,7 @@ func imageRef(p Package) (string, error) {
 	if v := strings.TrimSpace(p.Version); v != "" && !hasTagOrDigest(ref) {
 		ref += ":" + v
 	}
-	if !imageRe.MatchString(ref) || len(ref) > 255 || strings.Contains(ref, "..") {
+	if !imageRe().MatchString(ref) || len(ref) > 255 || strings.Contains(ref, "..") {
 		return "", fmt.Errorf("oci identifier %q is not an image reference", ref)
 	}
 	if first, _, _ := strings.Cut(ref, "/"); strings.Contains(first, ":") {
@@ -557,7 +660,7 @@ func imageRef(p Package) (string, error) {
 	return ref, nil
 }
 
-var imageRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/:@+-]*$`)
+var imageRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/:@+-]*$`) })
 
 func hasTagOrDigest(ref string) bool {
 	if strings.Contains(ref, "@") {
@@ -623,14 +726,14 @@ func instructions(name string, missing []string, described map[string]string, pl
 }
 
 // idInvalid are runs of characters a server ID may not have.
-var idInvalid = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+var idInvalid = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_.-]+`) })
 
 const maxIDLen = 63
 
 // ProviderID is the provider ID for a registry name: its last segment
 // made to match ^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$.
 func ProviderID(name string) string {
-	id := idInvalid.ReplaceAllString(lastSegment(strings.TrimSpace(name)), "-")
+	id := idInvalid().ReplaceAllString(lastSegment(strings.TrimSpace(name)), "-")
 	id = strings.TrimLeft(id, "_.-")
 	if len(id) > maxIDLen {
 		id = id[:maxIDLen]

@@ -108,6 +108,25 @@ func TestResolve(t *testing.T) {
 
 	npmOnly := server("io.github.ok/node", []Package{{RegistryType: "npm", Identifier: "@ok/node", Version: "1.0.0"},
 		{RegistryType: "pypi", Identifier: "ok-node", Version: "1.0.0"}})
+	pkgSpec := func(id string, p config.Package, args ...string) *config.Server {
+		s := config.NewServer(id, config.ModeDocker, config.Execution{})
+		s.Package, s.Origin, s.Args = &p, config.OriginRegistry, args
+		s.Description = "desc of io.github.ok/" + id
+		return s
+	}
+	npmWant := pkgSpec("node", config.Package{Type: "npm", Name: "@ok/node", Version: "1.0.0", Runner: "npx"})
+	pypiWant := pkgSpec("node", config.Package{Type: "pypi", Name: "ok-node", Version: "==1.0.0", Runner: "uvx", Command: "ok-node"})
+	fullPyPI := server("io.github.ok/fetch", []Package{{RegistryType: "pypi", RegistryBaseURL: "http://mirror:8080/pypi/", Identifier: "mcp-fetch",
+		Version: "2.1", RuntimeHint: "uvx",
+		RuntimeArguments:     []Argument{{Type: "named", Name: "-q"}},
+		PackageArguments:     []Argument{{Type: "named", Name: "--user-agent", Input: Input{Default: "hangar"}}},
+		EnvironmentVariables: []KeyValueInput{{Name: "FETCH_TOKEN", Input: Input{IsRequired: true, IsSecret: true}}}}})
+	fullPyPIWant := pkgSpec("fetch", config.Package{Type: "pypi", Name: "mcp-fetch", Version: "==2.1", Runner: "uvx", Command: "mcp-fetch",
+		Registry: "http://mirror:8080/pypi/simple/"}, "--user-agent", "hangar")
+	fromPyPI := server("io.github.ok/from", []Package{{RegistryType: "pypi", Identifier: "mcp-from", Version: "1.0",
+		RuntimeArguments: []Argument{{Type: "named", Name: "--from", Input: Input{Value: "mcp-from>=1"}}, {Type: "positional", Input: Input{Value: "mcp-from-server"}}}}})
+	fromPyPIWant := pkgSpec("from", config.Package{Type: "pypi", Name: "mcp-from", Version: ">=1", Runner: "uvx", Command: "mcp-from-server"})
+	fullPyPIWant.Env = map[string]string{"FETCH_TOKEN": "tok"}
 	withAlt := server("io.github.ok/alt", []Package{{RegistryType: "npm", Identifier: "@ok/alt"}, oci("img/alt", "", "")})
 	altWant := dockerSpec("alt", "img/alt")
 	altWant.Description = "desc of io.github.ok/alt"
@@ -172,11 +191,22 @@ func TestResolve(t *testing.T) {
 			env: []string{"PASS_ME=passed"}, want: runtimeWant, status: StatusResolved, verified: true,
 			warnings: []string{"-v refused", "--privileged refused", "--network refused", "--cap-add refused",
 				"--rm ignored", `runtime argument "img/rt" ignored`}},
-		{name: "npm and pypi only", entry: npmOnly, status: StatusFailed, verified: true,
-			msg: []string{"cannot run here", "containers", "npm package @ok/node, which needs Node.js", "pypi package ok-node, which needs Python"}},
+		{name: "npm before pypi", entry: npmOnly, want: npmWant, status: StatusResolved, verified: true},
+		{name: "pypi first when package_types says so", entry: npmOnly, opts: Options{PackageTypes: []string{"pypi", "npm"}},
+			want: pypiWant, status: StatusResolved, verified: true},
+		{name: "package types not allowed", entry: npmOnly, opts: Options{PackageTypes: []string{"oci"}}, status: StatusFailed, verified: true,
+			msg: []string{"cannot run here", "npm package @ok/node", "pypi package ok-node", "registry.package_types"}},
+		{name: "pypi with registryBaseUrl, runtimeHint, runtime and package arguments, secret env", entry: fullPyPI,
+			env: []string{"HANGAR_SECRET_FETCH_TOKEN=tok"}, want: fullPyPIWant, status: StatusResolved, verified: true},
+		{name: "runtime arguments that name the package", entry: fromPyPI, want: fromPyPIWant, status: StatusResolved, verified: true},
+		{name: "runtimeHint of another ecosystem", entry: server("io.github.ok/x", []Package{{RegistryType: "npm", Identifier: "x", RuntimeHint: "uvx"}}),
+			status: StatusFailed, verified: true, msg: []string{`runtimeHint "uvx" does not run npm packages`}},
+		{name: "runtime arguments the runner cannot take", entry: server("io.github.ok/x", []Package{{RegistryType: "npm", Identifier: "x",
+			RuntimeArguments: []Argument{{Type: "named", Name: "--node-options", Input: Input{Value: "--inspect"}}}}}),
+			status: StatusFailed, verified: true, msg: []string{"npx: option --node-options is not supported"}},
 		{name: "npm with an oci alternative", entry: withAlt, want: altWant, status: StatusResolved, verified: true},
 		{name: "unsupported oci transport", entry: server("io.github.ok/ws", []Package{oci("img/ws", "", "websocket")}),
-			status: StatusFailed, msg: []string{`oci image img/ws with transport "websocket"`}, verified: true},
+			status: StatusFailed, msg: []string{`oci package img/ws with transport "websocket"`}, verified: true},
 		{name: "nothing to run", entry: server("io.github.ok/empty", nil), status: StatusFailed,
 			msg: []string{"neither a package nor a remote"}, verified: true},
 		{name: "invalid image", entry: server("io.github.ok/bad", []Package{oci("-bad image", "", "stdio")}),

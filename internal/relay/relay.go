@@ -68,6 +68,9 @@ type clientRelay struct {
 	// modern: a 2026-07-28 request without a multi round trip relay, which
 	// can only refuse.
 	modern bool
+	// stream is the call's own stream, for a call the gateway runs itself
+	// (stream.go); nil on mcp-go's path, where mcp-go writes it.
+	stream *CallStream
 }
 
 var _ mcpconn.Relay = clientRelay{}
@@ -82,38 +85,44 @@ func newClientRelay(ctx context.Context) mcpconn.Relay {
 		}
 		return r
 	}
-	srv := server.ServerFromContext(ctx)
-	session, told := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
-	if srv == nil {
-		// A call the gateway runs itself on a session (gateway/calls.go)
-		// has no server: it runs only for a client that declared none of
-		// the three, so the relay only refuses, as on mcp-go's path.
-		if !told {
-			return nil
-		}
-		caps := session.GetClientCapabilities()
-		if !AsksNothing(caps) {
-			return nil
-		}
-		return clientRelay{ctx: ctx, caps: &caps}
+	r := clientRelay{ctx: ctx, srv: server.ServerFromContext(ctx)}
+	if d, ok := ctx.Value(directKey{}).(directCall); ok {
+		// A call the gateway runs itself on a session (gateway/calls.go).
+		r.srv, r.stream = d.srv, d.stream
 	}
-	r := clientRelay{ctx: ctx, srv: srv}
-	if told {
+	if r.srv == nil {
+		return nil
+	}
+	if session, told := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); told {
 		caps := session.GetClientCapabilities()
 		r.caps = &caps
 	}
 	return r
 }
 
-// AsksNothing reports whether a client declaring caps can be relayed no
-// provider request at all: it declared none of sampling, elicitation and
-// roots, so every one is refused before anything is sent to it.
-func AsksNothing(caps mcp.ClientCapabilities) bool {
-	return caps.Sampling == nil && caps.Elicitation == nil && caps.Roots == nil
-}
-
 func undeclared(what string) error {
 	return fmt.Errorf("hangar: the calling client did not declare the %s capability", what)
+}
+
+// elicitationDeclared reports whether caps declare the elicitation mode
+// of params: URL mode needs elicitation.url; form mode is what a bare
+// elicitation: {} means (2025-11-25).
+func elicitationDeclared(caps *mcp.ClientCapabilities, params mcp.ElicitationParams) bool {
+	if caps.Elicitation == nil {
+		return false
+	}
+	if params.Mode == mcp.ElicitationModeURL {
+		return caps.Elicitation.URL != nil
+	}
+	return caps.Elicitation.Form != nil || caps.Elicitation.URL == nil
+}
+
+// elicitationCapability names the capability params needs.
+func elicitationCapability(params mcp.ElicitationParams) string {
+	if params.Mode == mcp.ElicitationModeURL {
+		return "elicitation.url"
+	}
+	return "elicitation"
 }
 
 // check refuses what the calling client cannot receive. stream: the
@@ -140,9 +149,18 @@ func (r clientRelay) CreateMessage(_ context.Context, req mcp.CreateMessageReque
 }
 
 func (r clientRelay) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	// mcp-go writes elicitation requests on the call's own response stream.
-	if err := r.check(func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil }, "elicitation", false); err != nil {
+	// Elicitation requests go on the call's own response stream: mcp-go
+	// writes them there for the calls it runs, the CallStream for a call
+	// the gateway runs.
+	declared := func(c *mcp.ClientCapabilities) bool { return elicitationDeclared(c, req.Params) }
+	if err := r.check(declared, elicitationCapability(req.Params), false); err != nil {
 		return nil, err
+	}
+	if r.stream != nil {
+		if err := req.Params.Validate(); err != nil {
+			return nil, err
+		}
+		return r.stream.Elicit(r.ctx, req)
 	}
 	return r.srv.RequestElicitation(r.ctx, req)
 }

@@ -383,8 +383,8 @@ func (r inputRelay) CreateMessage(ctx context.Context, req mcp.CreateMessageRequ
 }
 
 func (r inputRelay) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	if r.c.caps.Elicitation == nil {
-		return nil, undeclared("elicitation")
+	if !elicitationDeclared(&r.c.caps, req.Params) {
+		return nil, undeclared(elicitationCapability(req.Params))
 	}
 	resp, err := r.c.ask(ctx, mcp.NewElicitationInputRequest(req.Params))
 	if err != nil {

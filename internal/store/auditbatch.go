@@ -38,7 +38,7 @@ func (s *sqlStore) appendAudit(ctx context.Context, what string, es []AuditEntry
 			args := make([]any, 0, n*auditColumns)
 			for _, e := range rest[:n] {
 				args = append(args, nanos(nowOr(e.At)), e.Server, e.Identity, e.Action, e.Tool,
-					boolInt(e.Allowed), e.Reason, e.Outcome, e.DurationMs)
+					boolInt(e.Allowed), e.Reason, e.Outcome, e.DurationMs, e.Rule)
 				added[e.Server]++
 			}
 			var err error
@@ -66,22 +66,22 @@ func (s *sqlStore) appendAudit(ctx context.Context, what string, es []AuditEntry
 	return err
 }
 
-// An audit row's columns, and how many rows one INSERT carries (64 × 9
+// An audit row's columns, and how many rows one INSERT carries (64 × 10
 // parameters, far below SQLite's limit of 32766 and PostgreSQL's of 65535).
 const (
-	auditColumns       = 9
+	auditColumns       = 10
 	auditRowsPerInsert = 64
 )
 
 // auditInsert is the INSERT of n audit rows.
 func auditInsert(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO audit (at, server, identity, action, tool, allowed, reason, outcome, duration_ms) VALUES `)
+	b.WriteString(`INSERT INTO audit (at, server, identity, action, tool, allowed, reason, outcome, duration_ms, rule) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	}
 	return b.String()
 }

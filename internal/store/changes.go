@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -33,11 +32,12 @@ const (
 	// ChangeConfig: a replica reloaded the config file (Announce): the
 	// others reload theirs (servers, tokens, rate limits).
 	ChangeConfig = "config"
-	// ChangeHotload: a replica hot-loaded a registry server (Announce);
-	// ID is the load's parameters as JSON (registry name, tool patterns:
-	// names, never values). Hot-loaded servers live in memory only.
+	// ChangeHotload: the stored hot-loads changed (a server hot-loaded or
+	// unloaded: PutHotload, DeleteHotload, ClearHotloads); ID is its
+	// registry name, "" for all.
 	ChangeHotload = "hotload"
-	// ChangeUnload: a replica unloaded the hot-loaded server ID.
+	// ChangeUnload: a replica of round 3 unloaded the hot-loaded server
+	// ID (it announced hot-loads rather than storing them).
 	ChangeUnload = "unload"
 	// ChangeMembers: a replica joined or left (Announce); the others
 	// count the live replicas again (rate limits are shared by them).
@@ -174,30 +174,4 @@ func send(ctx context.Context, out chan<- Change, c Change) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// SharedKey is a random 32-byte key of the given name that every process
-// of the shared store reads the same: made by the first one that asks,
-// kept in the database (replicas authenticate the requests they forward
-// to each other with it).
-func (s *Postgres) SharedKey(ctx context.Context, name string) ([]byte, error) {
-	key := "key:" + name
-	fresh := make([]byte, 32)
-	_, _ = rand.Read(fresh)
-	var stored string
-	err := s.write(ctx, "shared key "+name, func(t tx) error {
-		if _, err := t.exec(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
-			key, hex.EncodeToString(fresh)); err != nil {
-			return err
-		}
-		return t.queryRow(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&stored)
-	})
-	if err != nil {
-		return nil, err
-	}
-	b, err := hex.DecodeString(stored)
-	if err != nil || len(b) != 32 {
-		return nil, fmt.Errorf("store: shared key %s is not 32 bytes of hex", name)
-	}
-	return b, nil
 }

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"testing"
 	"time"
 )
@@ -52,6 +56,9 @@ func TestPostgresChanges(t *testing.T) {
 		func() error { return a.DeleteInstall(ctx, "fetch") },
 		func() error { return a.DeleteDecision(ctx, "web", DecisionApproved) },
 		func() error { return a.Announce(ctx, Change{Kind: ChangeConfig}) },
+		func() error { return a.PutHotload(ctx, Hotload{Name: "io.x/echo"}) },
+		func() error { return a.DeleteHotload(ctx, "io.x/echo") },
+		func() error { return a.ClearHotloads(ctx) },
 		func() error { return b.PutInstall(ctx, Install{Name: "own", Enabled: true}) },
 		func() error { return a.PutInstall(ctx, Install{Name: "last", Enabled: true}) },
 	}
@@ -61,7 +68,8 @@ func TestPostgresChanges(t *testing.T) {
 		}
 	}
 	want := []Change{{ChangeDecision, "web"}, {ChangeInstall, "fetch"}, {ChangeInstall, "fetch"},
-		{ChangeDecision, "web"}, {ChangeConfig, ""}, {ChangeInstall, "last"}}
+		{ChangeDecision, "web"}, {ChangeConfig, ""}, {ChangeHotload, "io.x/echo"}, {ChangeHotload, "io.x/echo"},
+		{ChangeHotload, ""}, {ChangeInstall, "last"}}
 	for i, w := range want {
 		if c := next(t, wb); c != w {
 			t.Fatalf("change %d heard by b: %+v, want %+v", i, c, w)
@@ -78,28 +86,40 @@ func TestPostgresChanges(t *testing.T) {
 	}
 }
 
-// TestPostgresSharedKey: replicas of one schema read the same key, made
-// once; another name or another schema has another.
-func TestPostgresSharedKey(t *testing.T) {
+// TestPostgresDerivedKey: replicas of one schema under one keystore key
+// derive the same key for a purpose, and another for another purpose;
+// nothing of it is in the database; a replica with another keystore key
+// is refused, also when no secret was ever sealed.
+func TestPostgresDerivedKey(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := pgConfig(t)
 	a := openPG(t, cfg, Options{KeystoreKey: testKey})
 	b := openPG(t, cfg, Options{KeystoreKey: testKey})
-	other := openPG(t, pgConfig(t), Options{KeystoreKey: testKey})
-	ka, err := a.SharedKey(ctx, "forward")
+	ka, err := a.DerivedKey(ctx, "forward")
 	if err != nil || len(ka) != 32 {
-		t.Fatalf("SharedKey: %x, %v", ka, err)
+		t.Fatalf("DerivedKey: %x, %v", ka, err)
 	}
 	for name, s := range map[string]*Postgres{"a again": a, "b": b} {
-		if k, err := s.SharedKey(ctx, "forward"); err != nil || string(k) != string(ka) {
+		if k, err := s.DerivedKey(ctx, "forward"); err != nil || string(k) != string(ka) {
 			t.Errorf("%s: %x, %v; want %x", name, k, err, ka)
 		}
 	}
-	if k, _ := a.SharedKey(ctx, "other"); string(k) == string(ka) {
-		t.Error("another name has the same key")
+	if k, _ := a.DerivedKey(ctx, "other"); string(k) == string(ka) {
+		t.Error("another purpose has the same key")
 	}
-	if k, _ := other.SharedKey(ctx, "forward"); string(k) == string(ka) {
-		t.Error("another schema has the same key")
+	var n int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM meta WHERE value = $1 OR value = $2`,
+		hex.EncodeToString(ka), base64.StdEncoding.EncodeToString(ka)).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the derived key is in meta (%d rows, %v)", n, err)
+	}
+	// The first derivation stored the key check: a replica with another
+	// keystore key is refused at open.
+	c, err := OpenPostgres(cfg, withLog(Options{KeystoreKey: bytes.Repeat([]byte{9}, keySize)}))
+	if err == nil {
+		defer c.Close()
+	}
+	if !errors.Is(err, ErrKeystoreKey) {
+		t.Errorf("a replica with another keystore key opened the store: %v; want ErrKeystoreKey", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,7 +330,7 @@ func TestAuditIsBoundedPerServer(t *testing.T) {
 		for i := range 5 {
 			if err := s.AppendAudit(ctx, AuditEntry{At: at.Add(time.Duration(i) * time.Second), Server: "a",
 				Identity: "agent", Action: "tools/call", Tool: fmt.Sprint("t", i), Allowed: i%2 == 0,
-				Reason: "policy", Outcome: "ok", DurationMs: 1.5}); err != nil {
+				Reason: "policy", Outcome: "ok", DurationMs: 1.5, Rule: "db/no-drops"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -368,7 +369,7 @@ func TestAuditIsBoundedPerServer(t *testing.T) {
 		}
 		got, _ := s.RecentAudit(ctx, "a", 1)
 		want := AuditEntry{ID: got[0].ID, At: at.Add(4 * time.Second), Server: "a", Identity: "agent", Action: "tools/call",
-			Tool: "t4", Allowed: true, Reason: "policy", Outcome: "ok", DurationMs: 1.5}
+			Tool: "t4", Allowed: true, Reason: "policy", Outcome: "ok", DurationMs: 1.5, Rule: "db/no-drops"}
 		if got[0] != want || want.ID != 5 {
 			t.Errorf("entry = %+v, want %+v (id 5)", got[0], want)
 		}
@@ -546,6 +547,49 @@ func TestDeleteSecrets(t *testing.T) {
 	})
 }
 
+// TestTakeSecret: a taken secret opens once; of takers racing for one
+// exactly one gets it. SecretRefs lists refs by prefix, never values.
+func TestTakeSecret(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{KeystoreKey: testKey})
+		for _, r := range []string{"flow/a", "flow/b", "flows", "token/x"} {
+			if err := s.PutSecret(ctx, r, []byte("v-"+r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refs, err := s.SecretRefs(ctx, "flow/")
+		if err != nil || strings.Join(refs, ",") != "flow/a,flow/b" {
+			t.Fatalf("SecretRefs(flow/) = %v, %v; want [flow/a flow/b]", refs, err)
+		}
+		got, err := s.TakeSecret(ctx, "flow/a")
+		if err != nil || string(got) != "v-flow/a" {
+			t.Fatalf("TakeSecret = %q, %v", got, err)
+		}
+		if _, err := s.TakeSecret(ctx, "flow/a"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("second take: %v, want ErrNotFound", err)
+		}
+		if _, err := s.Secret(ctx, "flow/a"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a taken secret is still there: %v", err)
+		}
+		var wg sync.WaitGroup
+		var won atomic.Int32
+		for range 8 {
+			wg.Go(func() {
+				if v, err := s.TakeSecret(ctx, "flow/b"); err == nil && string(v) == "v-flow/b" {
+					won.Add(1)
+				} else if !errors.Is(err, ErrNotFound) {
+					t.Errorf("racing take: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if won.Load() != 1 {
+			t.Errorf("%d racing takers got the secret, want 1", won.Load())
+		}
+	})
+}
+
 func TestMembers(t *testing.T) {
 	conform(t, func(t *testing.T, drv storeDriver) {
 		ctx := t.Context()
@@ -692,6 +736,82 @@ func TestImportDecisionsOnce(t *testing.T) {
 		want := []Decision{old[1], {Key: "web", Kind: DecisionApproved, Fingerprint: "newer", At: at}}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("decisions:\n got  %+v\n want %+v", got, want)
+		}
+	})
+}
+
+func TestPackagePins(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{})
+		if _, err := s.PackagePin(ctx, "fetch"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("missing pin: %v, want ErrNotFound", err)
+		}
+		p := PackagePin{Server: "fetch", Type: "pypi", Name: "mcp-server-fetch", Spec: ">=1", Version: "1.2.0",
+			Integrity: "sha256:aa", File: "mcp_server_fetch-1.2.0-py3-none-any.whl", Image: "hangar-pkg/x:1.2.0-aa", ResolvedAt: at}
+		p2 := p
+		p2.Version, p2.Integrity, p2.ResolvedAt = "1.3.0", "sha256:bb", at.Add(time.Hour)
+		other := PackagePin{Server: "everything", Type: "npm", Name: "@x/everything", Version: "2.0.0",
+			Integrity: "sha512-cc", File: "http://r/@x/everything/-/everything-2.0.0.tgz", Image: "hangar-pkg/y:2.0.0-cc", ResolvedAt: at}
+		for _, x := range []PackagePin{p, p2, other} {
+			if err := s.PutPackagePin(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s = s.reopen(t, Options{})
+		if got, err := s.PackagePin(ctx, "fetch"); err != nil || got != p2 {
+			t.Errorf("pin: %+v, %v; want %+v", got, err, p2)
+		}
+		if all, err := s.PackagePins(ctx); err != nil || len(all) != 2 || all[0] != other || all[1] != p2 {
+			t.Errorf("pins: %+v, %v", all, err)
+		}
+		if err := s.DeletePackagePin(ctx, "fetch"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PackagePin(ctx, "fetch"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after delete: %v", err)
+		}
+		if err := s.PutPackagePin(ctx, PackagePin{}); err == nil {
+			t.Error("a pin without a server was stored")
+		}
+	})
+}
+
+func TestHotloads(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{})
+		if hs, err := s.Hotloads(ctx); err != nil || len(hs) != 0 {
+			t.Fatalf("hot-loads of a new store: %+v, %v", hs, err)
+		}
+		a := Hotload{Name: "io.github.x/fetch", ForceUnverified: true, AllowTools: []string{"get*"}, DenyTools: []string{"get_secret"}, LoadedAt: at}
+		b := Hotload{Name: "io.github.x/echo", LoadedAt: at.Add(time.Second)}
+		a2 := a
+		a2.ForceUnverified, a2.AllowTools = false, []string{"get"}
+		for _, h := range []Hotload{a, b, a2} {
+			if err := s.PutHotload(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s = s.reopen(t, Options{})
+		b.AllowTools, b.DenyTools = []string{}, []string{}
+		if got, err := s.Hotloads(ctx); err != nil || !reflect.DeepEqual(got, []Hotload{b, a2}) {
+			t.Errorf("hot-loads:\n got  %+v (%v)\n want %+v", got, err, []Hotload{b, a2})
+		}
+		if err := s.DeleteHotload(ctx, b.Name); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Hotloads(ctx); len(got) != 1 || got[0].Name != a.Name {
+			t.Errorf("after delete: %+v", got)
+		}
+		if err := s.ClearHotloads(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Hotloads(ctx); len(got) != 0 {
+			t.Errorf("after clear: %+v", got)
+		}
+		if err := s.PutHotload(ctx, Hotload{}); err == nil {
+			t.Error("a hot-load without a name was stored")
 		}
 	})
 }

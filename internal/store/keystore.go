@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
 	"errors"
@@ -71,8 +73,52 @@ func (s *sqlStore) keystore(ctx context.Context) (cipher.AEAD, error) {
 			return nil, err
 		}
 	}
-	s.aead = aead
+	s.aead, s.key = aead, key
 	return aead, nil
+}
+
+// DerivedKey is a 32-byte key for purpose derived from the keystore key
+// (HKDF-SHA256, the purpose as its info): every process that shares the
+// store under the same keystore key derives the same key, and nothing of
+// it is stored. The keystore's key check is stored first when there is
+// none yet, so that a process with another key is refused here
+// (ErrKeystoreKey) rather than deriving a key the others do not share.
+func (s *sqlStore) DerivedKey(ctx context.Context, purpose string) ([]byte, error) {
+	if purpose == "" {
+		return nil, errors.New("store: derived key: purpose is required")
+	}
+	aead, err := s.keystore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.write(ctx, "keystore key check", func(t tx) error { return s.storeCheck(ctx, t, aead) }); err != nil {
+		return nil, err
+	}
+	s.keyMu.Lock()
+	key := s.key
+	s.keyMu.Unlock()
+	return hkdf.Key(sha256.New, key, nil, "hangar "+purpose, keySize)
+}
+
+// storeCheck stores the key check sealed with aead unless one is stored,
+// and verifies that a stored one opens with it: the first process to
+// seal (or derive) stores the check, and a later one (this process or,
+// sharing the database, another replica) must use the same key.
+func (s *sqlStore) storeCheck(ctx context.Context, t tx, aead cipher.AEAD) error {
+	cn, cct := seal(aead, []byte(checkPlain), []byte(checkAAD))
+	check := base64.StdEncoding.EncodeToString(append(cn, cct...))
+	if _, err := t.exec(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+		metaKeyCheck, check); err != nil {
+		return err
+	}
+	stored, _, err := metaValue(ctx, t.row(ctx), metaKeyCheck)
+	if err != nil {
+		return err
+	}
+	if stored != check {
+		return s.openCheck(aead, stored, "this process's key")
+	}
+	return nil
 }
 
 // openCheck verifies that aead opens the key check stored in meta: the
@@ -135,7 +181,7 @@ func (s *sqlStore) loadKey(sealed bool) (key []byte, from string, err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, "", keyErr("store: keystore key file %s: %v: fix its permissions, or set %s", path, err, KeystoreKeyEnv)
 	case sealed:
-		return nil, "", keyErr("store: %s holds secrets but their key is gone: neither %s nor %s is set; "+
+		return nil, "", keyErr("store: %s holds secrets (or the key check gateway replicas store) but their key is gone: neither %s nor %s is set; "+
 			"restore %s or set %s to the original key", s.path, path, "$"+KeystoreKeyEnv, path, KeystoreKeyEnv)
 	}
 	key = make([]byte, keySize)
@@ -183,26 +229,13 @@ func (s *sqlStore) PutSecret(ctx context.Context, ref string, value []byte) erro
 		return s.record(what, err)
 	}
 	nonce, ct := seal(aead, value, secretAAD(ref))
-	cn, cct := seal(aead, []byte(checkPlain), []byte(checkAAD))
-	check := base64.StdEncoding.EncodeToString(append(cn, cct...))
 	return s.write(ctx, what, func(t tx) error {
-		// The first value sealed stores the check; a later one (of this
-		// process or, sharing the database, of another replica) must have
-		// used the same key, or its secret could never be read back.
-		if _, err := t.exec(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
-			metaKeyCheck, check); err != nil {
+		// A secret sealed with another key than the others' could never
+		// be read back.
+		if err := s.storeCheck(ctx, t, aead); err != nil {
 			return err
 		}
-		stored, _, err := metaValue(ctx, t.row(ctx), metaKeyCheck)
-		if err != nil {
-			return err
-		}
-		if stored != check {
-			if err := s.openCheck(aead, stored, "this process's key"); err != nil {
-				return err
-			}
-		}
-		_, err = t.exec(ctx, `INSERT INTO keystore (ref, nonce, ciphertext, updated_at) VALUES (?, ?, ?, ?)
+		_, err := t.exec(ctx, `INSERT INTO keystore (ref, nonce, ciphertext, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (ref) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext,
 				updated_at = excluded.updated_at`, ref, nonce, ct, time.Now().UnixNano())
 		return err
@@ -220,6 +253,51 @@ func (s *sqlStore) Secret(ctx context.Context, ref string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: secret %s: %w", ref, err)
 	}
+	return s.open(ctx, ref, nonce, ct)
+}
+
+// TakeSecret opens and removes the value stored under ref: one DELETE …
+// RETURNING, so two takers can never both get it.
+func (s *sqlStore) TakeSecret(ctx context.Context, ref string) ([]byte, error) {
+	var nonce, ct []byte
+	found := true
+	err := s.write(ctx, "take secret "+ref, func(t tx) error {
+		err := t.queryRow(ctx, `DELETE FROM keystore WHERE ref = ? RETURNING nonce, ciphertext`, ref).Scan(&nonce, &ct)
+		if errors.Is(err, sql.ErrNoRows) {
+			found = false // nothing to take is no write failure
+			return nil
+		}
+		return err
+	})
+	if err == nil && !found {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: take secret %s: %w", ref, err)
+	}
+	return s.open(ctx, ref, nonce, ct)
+}
+
+// SecretRefs lists the refs under refPrefix.
+func (s *sqlStore) SecretRefs(ctx context.Context, refPrefix string) ([]string, error) {
+	rows, err := s.query(ctx, `SELECT ref FROM keystore WHERE substr(ref, 1, length(CAST(? AS TEXT))) = ? ORDER BY ref`, refPrefix, refPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("store: secret refs: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ref string
+		if err := rows.Scan(&ref); err != nil {
+			return nil, fmt.Errorf("store: secret refs: %w", err)
+		}
+		out = append(out, ref)
+	}
+	return out, rows.Err()
+}
+
+// open decrypts a stored value of ref.
+func (s *sqlStore) open(ctx context.Context, ref string, nonce, ct []byte) ([]byte, error) {
 	aead, err := s.keystore(ctx)
 	if err != nil {
 		return nil, err

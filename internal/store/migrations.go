@@ -173,6 +173,42 @@ CREATE TABLE replicas (
 	PRIMARY KEY (instance, replica)
 );
 `, ""},
+	{3, "audit rule", `
+-- The policy rule that decided an audited call ("" when none did).
+ALTER TABLE audit ADD COLUMN rule TEXT NOT NULL DEFAULT '';
+`, ""},
+	{4, "package pins", `
+-- One row per server that runs an npm or PyPI package: the exact
+-- version and digest its version range was resolved to, and the image
+-- built of it.
+CREATE TABLE package_pins (
+	server      TEXT   PRIMARY KEY,
+	type        TEXT   NOT NULL DEFAULT '',
+	name        TEXT   NOT NULL DEFAULT '',
+	spec        TEXT   NOT NULL DEFAULT '',
+	version     TEXT   NOT NULL DEFAULT '',
+	integrity   TEXT   NOT NULL DEFAULT '',
+	file        TEXT   NOT NULL DEFAULT '',
+	image       TEXT   NOT NULL DEFAULT '',
+	resolved_at BIGINT NOT NULL DEFAULT 0
+);
+`, ""},
+	{5, "hot-loads", `
+-- One row per server hot-loaded (hangar_load) on an instance's replicas
+-- and not unloaded, by the registry name it resolved to: the load's
+-- parameters, never a secret (those come from each replica's
+-- environment), so that every replica runs it, one started later too.
+CREATE TABLE hotloads (
+	name             TEXT    PRIMARY KEY,
+	force_unverified INTEGER NOT NULL DEFAULT 0,
+	allow_tools      TEXT    NOT NULL DEFAULT '[]',
+	deny_tools       TEXT    NOT NULL DEFAULT '[]',
+	loaded_at        BIGINT  NOT NULL DEFAULT 0
+);
+-- Replicas derive their forwarding key from the keystore key now: the
+-- key round 3 kept here in the clear goes.
+DELETE FROM meta WHERE key = 'key:forward';
+`, ""},
 }
 
 // latestVersion is the schema version this build writes.

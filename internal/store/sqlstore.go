@@ -36,6 +36,7 @@ type sqlStore struct {
 	keyMu  sync.Mutex
 	keyOpt []byte
 	aead   cipher.AEAD // nil until the keystore is first used
+	key    []byte      // aead's key (DerivedKey); set with it
 
 	errMu   sync.Mutex
 	lastErr error
@@ -366,6 +367,73 @@ func (s *sqlStore) DeleteImageDigest(ctx context.Context, server string) error {
 }
 
 // ---------------------------------------------------------------------------
+// Package pins
+
+const packagePinColumns = `server, type, name, spec, version, integrity, file, image, resolved_at`
+
+// scanPackagePin reads a row of packagePinColumns.
+func scanPackagePin(scan func(dest ...any) error) (PackagePin, error) {
+	var p PackagePin
+	var at int64
+	err := scan(&p.Server, &p.Type, &p.Name, &p.Spec, &p.Version, &p.Integrity, &p.File, &p.Image, &at)
+	p.ResolvedAt = fromNanos(at)
+	return p, err
+}
+
+// PackagePin is server's package pin, ErrNotFound when none.
+func (s *sqlStore) PackagePin(ctx context.Context, server string) (PackagePin, error) {
+	p, err := scanPackagePin(func(dest ...any) error {
+		return s.queryRow(ctx, `SELECT `+packagePinColumns+` FROM package_pins WHERE server = ?`, []any{server}, dest...)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return PackagePin{}, ErrNotFound
+	}
+	if err != nil {
+		return PackagePin{}, fmt.Errorf("store: package pin: %w", err)
+	}
+	return p, nil
+}
+
+// PackagePins are every server's package pin, by server.
+func (s *sqlStore) PackagePins(ctx context.Context) ([]PackagePin, error) {
+	rows, err := s.query(ctx, `SELECT `+packagePinColumns+` FROM package_pins ORDER BY server`)
+	if err != nil {
+		return nil, fmt.Errorf("store: package pins: %w", err)
+	}
+	defer rows.Close()
+	var out []PackagePin
+	for rows.Next() {
+		p, err := scanPackagePin(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("store: package pins: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: package pins: %w", err)
+	}
+	return out, nil
+}
+
+// PutPackagePin stores p, replacing the server's pin.
+func (s *sqlStore) PutPackagePin(ctx context.Context, p PackagePin) error {
+	if p.Server == "" {
+		return errors.New("store: put package pin: server is required")
+	}
+	return s.exec(ctx, "put package pin "+p.Server, `INSERT INTO package_pins (`+packagePinColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (server) DO UPDATE SET type = excluded.type, name = excluded.name, spec = excluded.spec,
+			version = excluded.version, integrity = excluded.integrity, file = excluded.file, image = excluded.image,
+			resolved_at = excluded.resolved_at`,
+		p.Server, p.Type, p.Name, p.Spec, p.Version, p.Integrity, p.File, p.Image, nanos(nowOr(p.ResolvedAt)))
+}
+
+// DeletePackagePin forgets server's pin; none is not an error.
+func (s *sqlStore) DeletePackagePin(ctx context.Context, server string) error {
+	return s.exec(ctx, "delete package pin "+server, `DELETE FROM package_pins WHERE server = ?`, server)
+}
+
+// ---------------------------------------------------------------------------
 // Catalogs
 
 // Catalog is server's cached catalog, ErrNotFound when none.
@@ -476,7 +544,7 @@ func (s *sqlStore) RecentAudit(ctx context.Context, server string, limit int) ([
 	if limit <= 0 {
 		limit = s.auditMax
 	}
-	q := `SELECT id, at, server, identity, action, tool, allowed, reason, outcome, duration_ms FROM audit`
+	q := `SELECT id, at, server, identity, action, tool, allowed, reason, outcome, duration_ms, rule FROM audit`
 	args := []any{}
 	if server != "" {
 		q += ` WHERE server = ?`
@@ -494,7 +562,7 @@ func (s *sqlStore) RecentAudit(ctx context.Context, server string, limit int) ([
 		var e AuditEntry
 		var at int64
 		if err := rows.Scan(&e.ID, &at, &e.Server, &e.Identity, &e.Action, &e.Tool, &e.Allowed, &e.Reason,
-			&e.Outcome, &e.DurationMs); err != nil {
+			&e.Outcome, &e.DurationMs, &e.Rule); err != nil {
 			return nil, fmt.Errorf("store: audit: %w", err)
 		}
 		e.At = fromNanos(at)

@@ -97,6 +97,50 @@ type Digests interface {
 	DeleteImageDigest(ctx context.Context, server string) error
 }
 
+// PackagePin is what a server's npm or PyPI package was resolved to: the
+// exact version of its requested range (Spec) and that version's digest,
+// which every later install of it must match, and the image built of it.
+type PackagePin struct {
+	Server     string
+	Type       string // npm | pypi
+	Name       string
+	Spec       string // the version or range asked for ("" is the latest)
+	Version    string
+	Integrity  string // npm's dist.integrity (sha512-…), or sha256:… of a PyPI file
+	File       string // the tarball's URL, or the PyPI file's name
+	Image      string // the image built of it
+	ResolvedAt time.Time
+}
+
+// PackagePins are the package pins by server.
+type PackagePins interface {
+	PackagePin(ctx context.Context, server string) (PackagePin, error) // ErrNotFound when none
+	PackagePins(ctx context.Context) ([]PackagePin, error)
+	PutPackagePin(ctx context.Context, p PackagePin) error
+	DeletePackagePin(ctx context.Context, server string) error
+}
+
+// Hotload is a server hot-loaded (hangar_load) on the replicas of an
+// instance and not unloaded: the load's parameters, never a secret.
+type Hotload struct {
+	Name            string // the registry name the load resolved to
+	ForceUnverified bool
+	AllowTools      []string
+	DenyTools       []string
+	LoadedAt        time.Time
+}
+
+// Hotloads are the hot-loads every replica of an instance runs. A write
+// notifies the other replicas (ChangeHotload, with the name).
+type Hotloads interface {
+	Hotloads(ctx context.Context) ([]Hotload, error) // by name
+	PutHotload(ctx context.Context, h Hotload) error
+	DeleteHotload(ctx context.Context, name string) error
+	// ClearHotloads forgets them all: they are ephemeral, and go with the
+	// last replica of the instance.
+	ClearHotloads(ctx context.Context) error
+}
+
 // CachedCatalog is a provider's catalog (tools, resources, templates,
 // prompts as raw MCP JSON) from the last time it ran.
 type CachedCatalog struct {
@@ -127,6 +171,10 @@ type AuditEntry struct {
 	Reason     string // why denied, or the policy that allowed
 	Outcome    string // ok, error, timeout, …
 	DurationMs float64
+	// Rule is the policy rule that decided the call ("" when none did:
+	// no policy, or its default); a server's own rules are named
+	// "<server>/<rule>".
+	Rule string
 }
 
 // Audit is the audit trail, bounded per server (oldest dropped first).
@@ -140,6 +188,13 @@ type Secrets interface {
 	PutSecret(ctx context.Context, ref string, value []byte) error
 	Secret(ctx context.Context, ref string) ([]byte, error) // ErrNotFound when none
 	DeleteSecrets(ctx context.Context, refPrefix string) error
+	// TakeSecret opens and removes the value under ref in one step: of
+	// takers racing for it (replicas sharing the store included) exactly
+	// one gets it, the others ErrNotFound.
+	TakeSecret(ctx context.Context, ref string) ([]byte, error)
+	// SecretRefs lists the refs that start with refPrefix, sorted; never
+	// their values.
+	SecretRefs(ctx context.Context, refPrefix string) ([]string, error)
 }
 
 // Snapshots is the management protocol's snapshot_version: one counter,
@@ -155,6 +210,8 @@ type Store interface {
 	Installs
 	Pins
 	Digests
+	PackagePins
+	Hotloads
 	Catalogs
 	Audit
 	Secrets

@@ -25,6 +25,30 @@ func metaCarrier(traceparent, tracestate, baggage string) propagation.MapCarrier
 	return c
 }
 
+// keepBaggage leaves of the client's baggage in ctx only the members
+// whose keys forwardBaggage lists: what is in ctx is what providers get
+// (MetaFields, Headers).
+func (t *Telemetry) keepBaggage(ctx context.Context) context.Context {
+	b := baggage.FromContext(ctx)
+	if b.Len() == 0 {
+		return ctx
+	}
+	var keep []baggage.Member
+	for _, m := range b.Members() {
+		if t.forwardBaggage[m.Key()] {
+			keep = append(keep, m)
+		}
+	}
+	if len(keep) == 0 {
+		return baggage.ContextWithoutBaggage(ctx)
+	}
+	kept, err := baggage.New(keep...)
+	if err != nil {
+		return baggage.ContextWithoutBaggage(ctx)
+	}
+	return baggage.ContextWithBaggage(ctx, kept)
+}
+
 // MetaFields are the trace context of ctx's span as params._meta fields
 // of a request to a provider; nil when ctx carries no span context. They
 // are what the propagator (W3C trace context and baggage) would write,

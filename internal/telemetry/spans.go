@@ -143,6 +143,8 @@ func (t *Telemetry) StartServer(ctx context.Context, r ServerRequest) (context.C
 	if t == nil {
 		return ctx, nil
 	}
+	// Callers choose method names: only the protocol's become labels.
+	r.Method = MethodName(r.Method)
 	if t.tracer == nil {
 		// Metrics only: the method and, at the end, the error type.
 		op := &Op{t: t, began: time.Now(), method: r.Method}
@@ -167,6 +169,7 @@ func (t *Telemetry) StartServer(ctx context.Context, r ServerRequest) (context.C
 	} else if r.Header != nil {
 		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	}
+	ctx = t.keepBaggage(ctx)
 	version := r.ProtocolVersion
 	if version == "" {
 		version = p.ProtocolVersion
@@ -205,6 +208,7 @@ func (t *Telemetry) StartClient(ctx context.Context, r ClientRequest) (context.C
 	if t == nil {
 		return ctx, nil
 	}
+	r.Method = MethodName(r.Method)
 	if t.tracer == nil {
 		return ctx, &Op{t: t, ctx: ctx, began: time.Now(), client: true, method: r.Method, server: r.Server}
 	}
@@ -252,11 +256,15 @@ func targetAttrs(attrs []attribute.KeyValue, method, name, uri string) (string, 
 	attrs = append(attrs, semconv.McpMethodNameKey.String(method))
 	switch method {
 	case string(mcpconv.MethodNameToolsCall):
-		attrs = append(attrs, semconv.GenAIToolName(name),
-			semconv.GenAIOperationNameKey.String(string(mcpconv.GenAIOperationNameExecuteTool)))
+		if name != "" {
+			attrs = append(attrs, semconv.GenAIToolName(name))
+		}
+		attrs = append(attrs, semconv.GenAIOperationNameKey.String(string(mcpconv.GenAIOperationNameExecuteTool)))
 		return name, attrs
 	case string(mcpconv.MethodNamePromptsGet):
-		attrs = append(attrs, semconv.GenAIPromptName(name))
+		if name != "" {
+			attrs = append(attrs, semconv.GenAIPromptName(name))
+		}
 		return name, attrs
 	case string(mcpconv.MethodNameResourcesRead), string(mcpconv.MethodNameResourcesSubscribe),
 		string(mcpconv.MethodNameResourcesUnsubscribe):
@@ -363,6 +371,12 @@ func (o *Op) End() {
 	}
 	key := o.metric
 	key.errType = errType
+	if errType != "" && errType != ErrorToolError {
+		// The call was refused or failed before a tool answered: the name
+		// is the caller's, maybe of no tool at all, and would make a
+		// series per name a caller makes up. The span keeps it.
+		key.target = ""
+	}
 	set := o.t.sets.get(key)
 	traceID := ""
 	if sc := o.span.SpanContext(); sc.IsSampled() {

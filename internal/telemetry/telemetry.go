@@ -2,7 +2,7 @@
 // knows span names, span and metric attributes (MCP's semantic
 // conventions, semconv mcpconv, plus hangar.*), how trace context travels
 // in params._meta and headers, and how traces and metrics are exported
-// over OTLP. It also names the fields of the gateway's log lines and binds
+// over OTLP/HTTP (otlp.go, otlpmetrics.go; there is no gRPC export). It also names the fields of the gateway's log lines and binds
 // them to a request's logger (log.go, lazylog.go).
 //
 // Off (no endpoint in the config nor in OTEL_EXPORTER_OTLP_*), there is
@@ -18,12 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
@@ -55,6 +53,9 @@ type Telemetry struct {
 	rec       Recorder
 	sets      setCache
 	shutdown  []func(context.Context) error
+	// forwardBaggage are the keys of a client's baggage passed on to
+	// providers (telemetry.forward_baggage); nil: none.
+	forwardBaggage map[string]bool
 }
 
 // Options say where to export; the zero value of each field falls back to
@@ -93,23 +94,14 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	protocol := o.Config.OTLP.Protocol
-	if protocol == "" {
-		protocol = envFirst("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	spans, err := traceExporter(ctx, protocol, o.Config.OTLP)
+	spans, metrics, err := exporters(ctx, o.Config.OTLP)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: trace exporter: %w", err)
-	}
-	metrics, err := metricExporter(ctx, protocol, o.Config.OTLP)
-	if err != nil {
-		_ = spans.Shutdown(ctx)
-		return nil, fmt.Errorf("telemetry: metric exporter: %w", err)
+		return nil, err
 	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(spans), sdktrace.WithResource(res)}
-	if r := o.Config.SampleRatio; r != nil {
+	if s := Sampler(o.Config); s != nil {
 		// Without it the SDK reads OTEL_TRACES_SAMPLER(_ARG) itself.
-		topts = append(topts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))))
+		topts = append(topts, sdktrace.WithSampler(s))
 	}
 	tp := sdktrace.NewTracerProvider(topts...)
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res),
@@ -131,7 +123,53 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		return nil, err
 	}
 	t.shutdown = []func(context.Context) error{tp.Shutdown, mp.Shutdown}
+	t.forwardBaggage = forwardSet(o.Config.ForwardBaggage)
 	return t, nil
+}
+
+// Sampler decides which requests are recorded; nil leaves it to the SDK
+// (OTEL_TRACES_SAMPLER). Unless c trusts remote sampling, a client's
+// traceparent cannot decide: its sampled flag would let any client have
+// every request recorded (and exported) or none. Its trace id is still
+// continued, and spans under a recorded span of the gateway are recorded.
+func Sampler(c config.Telemetry) sdktrace.Sampler {
+	if c.TrustRemoteSampling {
+		if c.SampleRatio == nil {
+			return nil
+		}
+		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*c.SampleRatio))
+	}
+	own := sdktrace.TraceIDRatioBased(ownRatio(c))
+	return sdktrace.ParentBased(own, sdktrace.WithRemoteParentSampled(own), sdktrace.WithRemoteParentNotSampled(own))
+}
+
+// ownRatio is the gateway's own share of requests recorded: sample_ratio,
+// else what OTEL_TRACES_SAMPLER(_ARG) says of new traces, else all.
+func ownRatio(c config.Telemetry) float64 {
+	if c.SampleRatio != nil {
+		return *c.SampleRatio
+	}
+	switch strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER"))) {
+	case "always_off", "parentbased_always_off":
+		return 0
+	case "traceidratio", "parentbased_traceidratio":
+		if r, err := strconv.ParseFloat(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER_ARG")), 64); err == nil && r >= 0 && r <= 1 {
+			return r
+		}
+	}
+	return 1
+}
+
+// forwardSet is telemetry.forward_baggage as a set; nil forwards nothing.
+func forwardSet(keys []string) map[string]bool {
+	if len(keys) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
 }
 
 // NewWith makes spans with tp and metrics with mp (tests use the SDK's
@@ -201,60 +239,26 @@ func envFirst(keys ...string) string {
 	return ""
 }
 
-// traceExporter and metricExporter give the exporters only what the
-// config file sets: what it leaves out, they read from OTEL_EXPORTER_OTLP_*.
-func traceExporter(ctx context.Context, protocol string, c config.OTLP) (sdktrace.SpanExporter, error) {
-	if protocol == config.OTLPGRPC {
-		var opts []otlptracegrpc.Option
-		if c.Endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(grpcURL(c)))
-		}
-		if c.Insecure {
-			opts = append(opts, otlptracegrpc.WithInsecure())
-		}
-		if len(c.Headers) > 0 {
-			opts = append(opts, otlptracegrpc.WithHeaders(c.Headers))
-		}
-		return otlptracegrpc.New(ctx, opts...)
+// exporters resolves both signals' settings before it makes either, so
+// a bad setting fails the start without an exporter to stop.
+func exporters(ctx context.Context, c config.OTLP) (sdktrace.SpanExporter, sdkmetric.Exporter, error) {
+	ts, err := settingsFor(signalTraces, c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: traces: %w", err)
 	}
-	var opts []otlptracehttp.Option
-	if c.Endpoint != "" {
-		opts = append(opts, otlptracehttp.WithEndpointURL(httpURL(c, "/v1/traces")))
+	ms, err := settingsFor(signalMetrics, c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: metrics: %w", err)
 	}
-	if c.Insecure {
-		opts = append(opts, otlptracehttp.WithInsecure())
+	me, err := newMetricExporter(ms)
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: metrics: %w", err)
 	}
-	if len(c.Headers) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(c.Headers))
+	spans, err := otlptrace.New(ctx, traceClient{newPoster(ts)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: traces: %w", err)
 	}
-	return otlptracehttp.New(ctx, opts...)
-}
-
-func metricExporter(ctx context.Context, protocol string, c config.OTLP) (sdkmetric.Exporter, error) {
-	if protocol == config.OTLPGRPC {
-		var opts []otlpmetricgrpc.Option
-		if c.Endpoint != "" {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(grpcURL(c)))
-		}
-		if c.Insecure {
-			opts = append(opts, otlpmetricgrpc.WithInsecure())
-		}
-		if len(c.Headers) > 0 {
-			opts = append(opts, otlpmetricgrpc.WithHeaders(c.Headers))
-		}
-		return otlpmetricgrpc.New(ctx, opts...)
-	}
-	var opts []otlpmetrichttp.Option
-	if c.Endpoint != "" {
-		opts = append(opts, otlpmetrichttp.WithEndpointURL(httpURL(c, "/v1/metrics")))
-	}
-	if c.Insecure {
-		opts = append(opts, otlpmetrichttp.WithInsecure())
-	}
-	if len(c.Headers) > 0 {
-		opts = append(opts, otlpmetrichttp.WithHeaders(c.Headers))
-	}
-	return otlpmetrichttp.New(ctx, opts...)
+	return spans, me, nil
 }
 
 // httpURL is the signal's URL under the configured base, as
@@ -269,14 +273,4 @@ func httpURL(c config.OTLP, signal string) string {
 		base = scheme + base
 	}
 	return strings.TrimRight(base, "/") + signal
-}
-
-func grpcURL(c config.OTLP) string {
-	if strings.Contains(c.Endpoint, "://") {
-		return c.Endpoint
-	}
-	if c.Insecure {
-		return "http://" + c.Endpoint
-	}
-	return "https://" + c.Endpoint
 }

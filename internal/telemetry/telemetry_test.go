@@ -359,7 +359,9 @@ func TestMetrics(t *testing.T) {
 			found[m.Name] = a
 		}
 	}
-	if a := found["mcp.server.operation.duration"]; a["mcp.method.name"] != "tools/call" || a["error.type"] != "-32003" || a["gen_ai.tool.name"] != "x" {
+	// Refused before any tool answered: the name is the caller's and stays
+	// out of the series (the span has it).
+	if a := found["mcp.server.operation.duration"]; a["mcp.method.name"] != "tools/call" || a["error.type"] != "-32003" || a["gen_ai.tool.name"] != "" {
 		t.Errorf("server duration attributes %v", a)
 	}
 	if a := found["mcp.client.operation.duration"]; a["network.transport"] != "pipe" || a["gen_ai.tool.name"] != "y" {
@@ -602,6 +604,60 @@ func TestLogHandler(t *testing.T) {
 		}
 		if want && !strings.Contains(l, `"span_id":"`+sc.SpanID().String()+`"`) {
 			t.Errorf("line %s: no span_id", l)
+		}
+	}
+}
+
+// TestMethodLabelsAreBounded: a method the protocol does not define is
+// _OTHER in spans and both duration histograms, however many a caller
+// makes up; a tool name a refused call named makes no series either.
+func TestMethodLabelsAreBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	for i := range 200 {
+		ctx, op := r.t.StartServer(t.Context(), ServerRequest{Method: fmt.Sprintf("junk/%d", i), Transport: TransportTCP})
+		_, c := r.t.StartClient(ctx, ClientRequest{Method: fmt.Sprintf("junk/%d", i), Server: "s", Transport: TransportPipe})
+		c.End()
+		op.Fail(-32601)
+		op.End()
+		ctx, op = r.t.StartServer(t.Context(), ServerRequest{Method: "tools/call", Params: json.RawMessage(fmt.Sprintf(`{"name":"nope-%d"}`, i)), Transport: TransportTCP})
+		_ = ctx
+		op.Fail(-32602)
+		op.End()
+	}
+	var rm metricdata.ResourceMetrics
+	if err := r.reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok {
+				continue
+			}
+			if n := len(h.DataPoints); n > 2 {
+				t.Errorf("%s has %d series after 200 made-up methods and tool names, want at most 2", m.Name, n)
+			}
+			for _, dp := range h.DataPoints {
+				if v, _ := dp.Attributes.Value("mcp.method.name"); v.Emit() != MethodOther && v.Emit() != "tools/call" {
+					t.Errorf("%s: mcp.method.name %q", m.Name, v.Emit())
+				}
+			}
+		}
+	}
+	for _, s := range r.spans.GetSpans() {
+		if strings.HasPrefix(s.Name, "junk/") {
+			t.Fatalf("span named %q", s.Name)
+		}
+	}
+	for _, m := range []string{"tools/call", "initialize", "notifications/tools/list_changed", "subscriptions/listen", "mcp/list", "server/discover"} {
+		if MethodName(m) != m {
+			t.Errorf("MethodName(%q) = %q", m, MethodName(m))
+		}
+	}
+	for _, m := range []string{"", "junk", "tools/call2", "mcp/whatever", "notifications/made-up"} {
+		if MethodName(m) != MethodOther {
+			t.Errorf("MethodName(%q) = %q, want %s", m, MethodName(m), MethodOther)
 		}
 	}
 }

@@ -3,5 +3,5 @@
 package toolsearch
 
 // raceSlowdown scales time bounds under the race detector, which makes
-// the SQLite engine (C translated to Go) tens of times slower.
+// the index's map and slice work several times slower.
 const raceSlowdown = 30

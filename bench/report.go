@@ -164,8 +164,12 @@ func (r *Report) leastTargets(t *table) {
 			FormatDuration(w.Gateway32.CPUPerCall), verdict(w.Gateway32.CPUPerCall <= targetCPU32))
 	}
 	if w.FrontDoor32.CPUPerCall > 0 {
+		got := FormatDuration(w.FrontDoor32.CPUPerCall)
+		if w.Floor32.CPUPerCall > 0 {
+			got += fmt.Sprintf(" (the bare mcp-go floor server alone: %s per trivial call at this load)", FormatDuration(w.Floor32.CPUPerCall))
+		}
 		t.add(fmt.Sprintf("Gateway CPU per call by callable name at %d clients ≤ %s (issue 38's moonshot)", w.Clients, FormatDuration(targetByName32CPU)),
-			FormatDuration(w.FrontDoor32.CPUPerCall), verdict(w.FrontDoor32.CPUPerCall <= targetByName32CPU))
+			got, verdict(w.FrontDoor32.CPUPerCall <= targetByName32CPU))
 	}
 }
 
@@ -433,6 +437,9 @@ func (r *Report) figure1(b *strings.Builder) {
 	}
 	if w.FrontDoor32.CPUPerCall > 0 {
 		row(fmt.Sprintf("add by its callable name, %d clients, default protocol", w.Clients), w.FrontDoor32)
+	}
+	if w.Floor32.CPUPerCall > 0 {
+		row(fmt.Sprintf("Bare mcp-go floor server, trivial tool, %d clients (CPU is that server's)", w.Clients), w.Floor32)
 	}
 	b.WriteString(bt.String())
 	fmt.Fprintf(b, "\nRead down the medians: an HTTP hop alone costs %s; the MCP layer (the client's, and the gateway's: on the default protocol a plain tools/call is run by the gateway itself, everything else by mcp-go's streamable HTTP server) adds %s on top of it for a tool that does nothing; "+

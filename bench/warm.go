@@ -49,7 +49,11 @@ type WarmResult struct {
 	FrontDoor1 PathResult
 	// Floor1 is a bare mcp-go streamable HTTP server (its own process)
 	// answering a trivial tool: the protocol's floor, with its CPU per call.
-	Floor1           PathResult
+	Floor1 PathResult
+	// Floor32 is the same floor server under the concurrent clients: the
+	// CPU a bare MCP server spends per trivial call at that load, below
+	// which no gateway (a server and a client in one) can get.
+	Floor32          PathResult
 	Clients          int
 	Protocol         string // negotiated between the bench client and the gateway
 	LegacyProtocol   string
@@ -302,6 +306,11 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 		return nil, fmt.Errorf("floor server: %w", err)
 	}
 	defer floorClient.Close()
+	floorClis, err := DialN(ctx, floor.URL, clients)
+	if err != nil {
+		return nil, fmt.Errorf("floor server: %w", err)
+	}
+	defer CloseAll(floorClis)
 
 	// The front door lists the warm provider's tools within its refresh
 	// tick; wait until its callable answers.
@@ -320,10 +329,12 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	gw := make([]callFn, clients)
 	dw := make([]callFn, clients)
 	fd := make([]callFn, clients)
+	fl := make([]callFn, clients)
 	for i, c := range clis {
 		gw[i] = gatewayAdd(c, srv.ID)
 		dw[i] = directAdd(d)
 		fd[i] = frontDoorAdd(c, srv.ID+"__add")
+		fl[i] = floorCall(floorClis[i])
 	}
 	one := []path{
 		{workers: gw[:1], cpu: cpu},
@@ -334,7 +345,7 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 		{workers: []callFn{floorCall(floorClient)}, cpu: floor.CPU},
 		{workers: []callFn{frontDoor}, cpu: cpu},
 	}
-	many := []path{{workers: gw, cpu: cpu}, {workers: dw}, {workers: fd, cpu: cpu}}
+	many := []path{{workers: gw, cpu: cpu}, {workers: dw}, {workers: fd, cpu: cpu}, {workers: fl, cpu: floor.CPU}}
 
 	// Warm-up: connections, the gateway's and the provider's first
 	// allocations, the CPU caches of all four processes.
@@ -358,6 +369,6 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	if err != nil {
 		return nil, err
 	}
-	res.Gateway32, res.Direct32, res.FrontDoor32 = r32[0], r32[1], r32[2]
+	res.Gateway32, res.Direct32, res.FrontDoor32, res.Floor32 = r32[0], r32[1], r32[2], r32[3]
 	return res, nil
 }

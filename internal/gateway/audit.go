@@ -85,6 +85,9 @@ func (g *Gateway) auditProviderCall(ctx context.Context, action, server, tool st
 		e.Reason = policyReason(dec)
 	}
 	g.RecordAudit(ctx, e)
+	if action == audit.ActionFrontDoorCall {
+		markAudited(ctx) // the callable name's call has no other entry
+	}
 }
 
 // refusedCall fills e for a hangar_* call that was refused rather than

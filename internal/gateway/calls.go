@@ -426,7 +426,11 @@ func resultAnswer(id any, res *mcp.CallToolResult, meta []byte) ([]byte, error) 
 		b, err = appendJSON(b, json.RawMessage(res.RawStructuredContent))
 	case res.StructuredContent != nil:
 		b = append(b, `,"structuredContent":`...)
-		b, err = appendJSON(b, res.StructuredContent)
+		if e, ok := res.StructuredContent.(encoded); ok {
+			b = append(b, e...)
+		} else {
+			b, err = appendJSON(b, res.StructuredContent)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -126,6 +126,16 @@ func foldedTwice(meta map[string]json.RawMessage) bool {
 	return false
 }
 
+// gatewayResult is ok's result for v: the gateway's own answers.
+func gatewayResult(t *testing.T, v any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := ok(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // TestResultAnswerAsMCPGo: resultAnswer writes the bytes json.Encoder
 // writes for mcp-go's JSON-RPC answer, for every member a result can have.
 func TestResultAnswerAsMCPGo(t *testing.T) {
@@ -137,6 +147,7 @@ func TestResultAnswerAsMCPGo(t *testing.T) {
 		"meta":       {Result: mcp.Result{Meta: meta, ResultType: mcp.ResultTypeComplete}, Content: []mcp.Content{mcp.NewTextContent("x")}},
 		"raw struct": {Content: []mcp.Content{mcp.NewTextContent("{}")}, RawStructuredContent: json.RawMessage(` {"n": 1, "s":"<x>"} `)},
 		"struct":     {StructuredContent: map[string]any{"z": 1, "a": []any{"<", 2.5}}},
+		"gateway's":  gatewayResult(t, map[string]any{"z": "<&> \u2028", "a": []any{1.5, nil}}),
 		"every kind": {Content: []mcp.Content{mcp.NewImageContent("aGk=", "image/png"), mcp.NewAudioContent("aGk=", "audio/wav"),
 			mcp.NewResourceLink("file:///x", "x", "d", "text/plain"), mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "file:///y", Text: "y"})}},
 		"input required": {Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired}, MultiRoundTripResult: mcp.MultiRoundTripResult{RequestState: "st<1>",

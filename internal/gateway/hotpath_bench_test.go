@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,8 +49,16 @@ func benchGateway(b *testing.B) (*gateway.Gateway, http.Handler) {
 // benchGatewayWith is benchGateway with tel as its telemetry (nil: off).
 func benchGatewayWith(b *testing.B, tel func(*metrics.Metrics) *telemetry.Telemetry) (*gateway.Gateway, http.Handler) {
 	b.Helper()
+	return benchGatewayServing(b, tel, "math")
+}
+
+// benchGatewayServing is benchGatewayWith serving the servers ids.
+func benchGatewayServing(b *testing.B, tel func(*metrics.Metrics) *telemetry.Telemetry, ids ...string) (*gateway.Gateway, http.Handler) {
+	b.Helper()
 	cfg := config.Default()
-	cfg.Servers["math"] = server("math")
+	for _, id := range ids {
+		cfg.Servers[id] = server(id)
+	}
 	// As deployed: JSON logs at INFO (slog's JSON handler formats With
 	// attributes eagerly, so its cost shows even when nothing is logged),
 	// Prometheus metrics, and the audit trail in SQLite through the
@@ -236,6 +245,25 @@ func BenchmarkHealthHTTP(b *testing.B) {
 	defer cpuPerOp(b)()
 	for b.Loop() {
 		post(b, h, "hangar_health", body)
+	}
+}
+
+// BenchmarkHangarListHTTP is hangar_list of 100 configured servers, 10
+// of them started (bench figure 4).
+func BenchmarkHangarListHTTP(b *testing.B) {
+	ids := make([]string, 100)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("p%03d", i)
+	}
+	_, h := benchGatewayServing(b, nil, ids...)
+	for _, id := range ids[:10] {
+		post(b, h, "hangar_start", toolRequest(1, "hangar_start", `{"mcp_server":"`+id+`"}`))
+	}
+	body := toolRequest(1, "hangar_list", `{}`)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		post(b, h, "hangar_list", body)
 	}
 }
 

@@ -425,3 +425,38 @@ func TestScopeSessionLimitAudited(t *testing.T) {
 		t.Errorf("audit = %+v, want bob's refused initialize", a.all())
 	}
 }
+
+// TestCallByNameIsOneAuditEntry: a call by callable name is one decision
+// and one audit entry (front_door, the server's tool name), allowed or
+// refused, not a front_door entry and a tools/call entry of the same call.
+func TestCallByNameIsOneAuditEntry(t *testing.T) {
+	t.Parallel()
+	var bOff atomic.Bool
+	s := newScopeGateway(t, func(c *config.Config, g *gateway.Gateway) {
+		g.Refuse = func(id string) error {
+			if id == "b" && bOff.Load() {
+				return &provider.Error{Kind: "mcp_server_disabled", ID: id, Detail: "disabled by policy"}
+			}
+			return nil
+		}
+	})
+	bOff.Store(true)
+	admin := s.session(t, scopeAdminTok)
+	tests := []struct {
+		server, callable, tool string
+		allowed                bool
+	}{
+		{"a", "a__echo_raw", "echo_raw", true},
+		{"b", "b__echo_raw", "echo_raw", false},
+	}
+	for i, tt := range tests {
+		before := len(s.audit.all())
+		if r := s.post(t, admin, toolCall(10+i, tt.callable, map[string]any{})); r.status != 200 {
+			t.Fatalf("%s: status %d: %s", tt.callable, r.status, r.body)
+		}
+		got := s.audit.all()[before:]
+		if len(got) != 1 || got[0].Action != audit.ActionFrontDoorCall || got[0].Server != tt.server || got[0].Tool != tt.tool || got[0].Allowed != tt.allowed {
+			t.Errorf("%s: entries %+v, want one front_door entry of %s/%s (allowed %v)", tt.callable, got, tt.server, tt.tool, tt.allowed)
+		}
+	}
+}

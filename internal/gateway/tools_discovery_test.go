@@ -76,7 +76,7 @@ func callTool(t *testing.T, g *Gateway, name string, args map[string]any) (map[s
 			return map[string]any{"text": textOf(res)}, true
 		}
 		var out map[string]any
-		raw, _ := res.StructuredContent.(json.RawMessage)
+		raw, _ := res.StructuredContent.(encoded)
 		if err := json.Unmarshal(raw, &out); err != nil {
 			t.Fatalf("%s: structured content %s: %v", name, raw, err)
 		}

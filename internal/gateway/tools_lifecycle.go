@@ -64,6 +64,29 @@ func healthStatus(s provider.Snapshot) string {
 	return "unknown"
 }
 
+// listedServer and listedGroup are hangar_list's entries (seed 001). Their
+// fields are in the order of their JSON names, as a map would write them:
+// a struct is written without sorting keys or boxing values.
+type listedServer struct {
+	Alive           bool           `json:"alive"`
+	Description     string         `json:"description"`
+	HealthStatus    string         `json:"health_status"`
+	MCPServer       string         `json:"mcp_server"`
+	Mode            string         `json:"mode"`
+	Source          string         `json:"source"`
+	State           provider.State `json:"state"`
+	ToolsCount      int            `json:"tools_count"`
+	ToolsPredefined bool           `json:"tools_predefined"`
+}
+
+type listedGroup struct {
+	GroupID      string      `json:"group_id"`
+	HealthyCount int         `json:"healthy_count"`
+	State        group.State `json:"state"`
+	Strategy     string      `json:"strategy"`
+	TotalMembers int         `json:"total_members"`
+}
+
 func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	mayReach := reachable(ctx)
 	filter := req.GetString("state_filter", "")
@@ -72,7 +95,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	default:
 		return fail(fmt.Errorf("invalid state_filter: %q (want cold, ready, degraded or dead)", filter))
 	}
-	servers := []map[string]any{}
+	servers := []listedServer{}
 	for _, p := range g.topLevel() {
 		source := g.sourceOf(p.ID())
 		if source == string(catalog.SourceHotload) {
@@ -82,32 +105,32 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		if filter != "" && string(s.State) != filter || !mayReach(s.ID) {
 			continue
 		}
-		servers = append(servers, map[string]any{
-			"mcp_server":       s.ID,
-			"state":            s.State,
-			"mode":             s.Mode,
-			"alive":            s.Alive,
-			"tools_count":      s.ToolsCount,
-			"health_status":    healthStatus(s),
-			"tools_predefined": p.Predefined(),
-			"description":      p.Spec().Description,
-			"source":           source,
+		servers = append(servers, listedServer{
+			MCPServer:       s.ID,
+			State:           s.State,
+			Mode:            s.Mode,
+			Alive:           s.Alive,
+			ToolsCount:      s.ToolsCount,
+			HealthStatus:    healthStatus(s),
+			ToolsPredefined: p.Predefined(),
+			Description:     p.Spec().Description,
+			Source:          source,
 		})
 	}
 	// The filter applies to groups too; only cold and degraded are also
 	// group states.
-	groups := []map[string]any{}
+	groups := []listedGroup{}
 	for _, grp := range g.Groups.List() {
 		st := grp.Status()
 		if filter != "" && string(st.State) != filter || !mayReach(st.ID) {
 			continue
 		}
-		groups = append(groups, map[string]any{
-			"group_id":      st.ID,
-			"state":         st.State,
-			"strategy":      st.Strategy,
-			"healthy_count": st.HealthyCount,
-			"total_members": st.TotalMembers,
+		groups = append(groups, listedGroup{
+			GroupID:      st.ID,
+			State:        st.State,
+			Strategy:     st.Strategy,
+			HealthyCount: st.HealthyCount,
+			TotalMembers: st.TotalMembers,
 		})
 	}
 	return ok(map[string]any{

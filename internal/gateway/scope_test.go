@@ -156,12 +156,7 @@ func TestScopeRefusalsAudited(t *testing.T) {
 		expired.ExpiresAt = expired.ExpiresAt.AddDate(2000, 0, 0) // year 2000: long past
 		c.Auth.Tokens = append(c.Auth.Tokens, expired)
 		c.Servers["a"].Tools.DenyList = []string{"kitchen_sink"}
-		g.Refuse = func(id string) error {
-			if id == "b" && bOff.Load() {
-				return &provider.Error{Kind: "mcp_server_disabled", ID: id, Detail: "disabled by policy"}
-			}
-			return nil
-		}
+		g.Refuse = disablesB(&bOff)
 	})
 	bOff.Store(true)
 	admin := s.session(t, scopeAdminTok)
@@ -433,12 +428,7 @@ func TestCallByNameIsOneAuditEntry(t *testing.T) {
 	t.Parallel()
 	var bOff atomic.Bool
 	s := newScopeGateway(t, func(c *config.Config, g *gateway.Gateway) {
-		g.Refuse = func(id string) error {
-			if id == "b" && bOff.Load() {
-				return &provider.Error{Kind: "mcp_server_disabled", ID: id, Detail: "disabled by policy"}
-			}
-			return nil
-		}
+		g.Refuse = disablesB(&bOff)
 	})
 	bOff.Store(true)
 	admin := s.session(t, scopeAdminTok)
@@ -458,5 +448,16 @@ func TestCallByNameIsOneAuditEntry(t *testing.T) {
 		if len(got) != 1 || got[0].Action != audit.ActionFrontDoorCall || got[0].Server != tt.server || got[0].Tool != tt.tool || got[0].Allowed != tt.allowed {
 			t.Errorf("%s: entries %+v, want one front_door entry of %s/%s (allowed %v)", tt.callable, got, tt.server, tt.tool, tt.allowed)
 		}
+	}
+}
+
+// disablesB is a Refuse that disables server b once off is set (after b
+// has run and is listed).
+func disablesB(off *atomic.Bool) func(string) error {
+	return func(id string) error {
+		if id == "b" && off.Load() {
+			return &provider.Error{Kind: "mcp_server_disabled", ID: id, Detail: "disabled by policy"}
+		}
+		return nil
 	}
 }

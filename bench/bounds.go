@@ -48,6 +48,19 @@ type BoundsResult struct {
 	BigTook               time.Duration
 	AfterExpiry           int64         // RSS once the continuation has expired
 	ExpiryWait            time.Duration // from the answer until RSS was back (or gave up)
+	// What the idle and the last readings were made of: anonymous pages
+	// (the heap, stacks) and file-backed ones (the binary's pages).
+	Idle, After rssParts
+}
+
+// rssParts is RssAnon and RssFile of /proc/<pid>/status.
+type rssParts struct{ Anon, File int64 }
+
+func readRSSParts(pid int) rssParts {
+	var p rssParts
+	p.Anon, _ = readStatusBytes(pid, "RssAnon")
+	p.File, _ = readStatusBytes(pid, "RssFile")
+	return p
 }
 
 func boundsYAML() string {
@@ -79,6 +92,7 @@ func (b *Bench) Bounds(ctx context.Context) (*BoundsResult, error) {
 	if res.IdleRSS, err = settleRSS(g); err != nil {
 		return nil, err
 	}
+	res.Idle = readRSSParts(g.Pid())
 
 	// The body.
 	if res.BodyHWMBefore, err = readStatusBytes(g.Pid(), "VmHWM"); err != nil {
@@ -147,6 +161,7 @@ func (b *Bench) Bounds(ctx context.Context) (*BoundsResult, error) {
 		}
 	}
 	res.ExpiryWait = time.Since(t)
+	res.After = readRSSParts(g.Pid())
 	return res, nil
 }
 

@@ -682,5 +682,10 @@ func (r *Report) figure8(b *strings.Builder) {
 	b.WriteString(t.String())
 	b.WriteString("\nOne gateway with one warm testkit provider, `execution.max_request_body_bytes: 1048576`, `batch.continuation_ttl_s: 5` and otherwise default limits " +
 		"(`batch.max_response_size_bytes` 10 MiB, `batch.max_continuation_bytes` 256 MiB). Idle is VmRSS after a small call; peaks are VmHWM, which the kernel keeps " +
-		"regardless of load, so this figure is valid on a busy machine.\n\n")
+		"regardless of load, so this figure is valid on a busy machine.")
+	if x.After.Anon > 0 || x.After.File > 0 {
+		fmt.Fprintf(b, " Of the last reading %s is anonymous (heap, stacks) and %s file-backed (the binary's pages); of the idle one %s and %s.",
+			FormatMB(x.After.Anon), FormatMB(x.After.File), FormatMB(x.Idle.Anon), FormatMB(x.Idle.File))
+	}
+	b.WriteString("\n\n")
 }

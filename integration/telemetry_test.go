@@ -358,10 +358,11 @@ mcp_servers:
 				t.Errorf("span %q has ERROR status", s.Name)
 			}
 		}
-		// Log lines of the call carry its trace.
+		// Log lines of the call carry its trace: its one audit entry is
+		// the call path's (front_door, the server's own tool name).
 		var traced int
 		for _, l := range jsonLines(&logs) {
-			if l["tool"] == "tk__echo" && l["msg"] == "audit" {
+			if l["msg"] == "audit" && l["action"] == "front_door" && l["mcp_server"] == "tk" && l["tool"] == "echo" {
 				if l["trace_id"] != hex.EncodeToString(trace) || l["span_id"] == "" {
 					t.Errorf("audit line %v: want trace_id %x and a span_id", l, trace)
 				}

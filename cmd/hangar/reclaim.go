@@ -23,10 +23,11 @@ import (
 // gateway has allocated reclaimWorth since the last return and then
 // allocates almost nothing for reclaimQuietTicks ticks in a row, collects
 // and returns the free pages to the OS (debug.FreeOSMemory), and drops its
-// mappings of the binary's read-only pages (releaseBinaryPages). A quiet
-// period that began with such a return gets one more ten seconds in: what
-// the work left behind without allocating since (a continuation expiring,
-// sessions ended by their TTL) is garbage only then.
+// mappings of the binary's read-only pages (releaseBinaryPages). Such a
+// return gets one more ten seconds into its quiet period, or at the first
+// quiet tick after that when small work came between: what the work left
+// behind without allocating since (a continuation expiring, sessions
+// ended by their TTL) is garbage only then.
 //
 // The trade-off: one forced collection per quiet period after real work
 // (about 10 ms of CPU with a 20 MiB heap, on an otherwise idle process), and the next burst of work faults its pages back in and starts
@@ -49,10 +50,11 @@ const (
 	// collected (the runtime's 4 MiB minimum, scaled), and collecting a
 	// small heap costs a few ms of CPU.
 	reclaimWorth = 4 << 20
-	// reclaimSettleTicks: a quiet period that began with a return gets
-	// one more this many ticks in (10 s), for what became garbage without
-	// any allocation meanwhile (a continuation expiring, sessions closed
-	// by their TTL) and for the code the work mapped in again.
+	// reclaimSettleTicks: a return of work gets one more this many ticks
+	// into its quiet period (10 s), or at the first quiet tick after, for
+	// what became garbage without any allocation meanwhile (a
+	// continuation expiring, sessions closed by their TTL) and for the
+	// code the work mapped in again.
 	reclaimSettleTicks = 20
 )
 
@@ -61,7 +63,11 @@ const (
 type idleReclaim struct {
 	last, since uint64 // allocated at the last tick and at the last return
 	quiet       int    // quiet ticks in a row
-	returned    bool   // a return was made in this run of quiet ticks
+	// settle: the last return was one of work, and gets one more at the
+	// first quiet tick reclaimSettleTicks into its quiet period; a burst
+	// of small work in between delays it, and cannot cancel it.
+	settle      bool
+	sinceReturn int // ticks since that return
 	started     bool
 }
 
@@ -74,21 +80,25 @@ func (r *idleReclaim) observe(allocated uint64) bool {
 	}
 	tick := allocated - r.last
 	r.last = allocated
+	r.sinceReturn++
 	if tick >= reclaimQuiet {
-		r.quiet, r.returned = 0, false
+		r.quiet = 0
 		return false
 	}
 	r.quiet++
-	if r.quiet == reclaimSettleTicks && r.returned {
-		// What the work left behind without allocating since (an
-		// expired continuation, closed sessions) is garbage only now.
-		r.since = allocated
-		return true
-	}
-	if r.quiet < reclaimQuietTicks || allocated-r.since < reclaimWorth {
+	if r.quiet < reclaimQuietTicks {
 		return false
 	}
-	r.since, r.returned = allocated, true
+	if r.settle && r.sinceReturn >= reclaimSettleTicks-reclaimQuietTicks {
+		// What the work left behind without allocating since (an
+		// expired continuation, closed sessions) is garbage only now.
+		r.settle, r.since = false, allocated
+		return true
+	}
+	if allocated-r.since < reclaimWorth {
+		return false
+	}
+	r.since, r.settle, r.sinceReturn = allocated, true, 0
 	return true
 }
 

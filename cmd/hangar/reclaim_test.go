@@ -20,8 +20,12 @@ func TestIdleReclaim(t *testing.T) {
 		{"a quiet period after work settles once more, 10 s in", append([]uint64{reclaimWorth, busy}, repeat(idle, reclaimSettleTicks+5)...),
 			append(append(append([]bool{false, false, false, true}, make([]bool, reclaimSettleTicks-3)...), true), make([]bool, 5)...)},
 		{"a quiet period with no return does not settle", repeat(idle, reclaimSettleTicks+5), make([]bool, reclaimSettleTicks+5)},
-		{"work breaks the quiet period: its settle waits for the next", append(append([]uint64{reclaimWorth, busy, idle, idle, busy}, repeat(idle, reclaimSettleTicks-1)...), idle),
-			append(append([]bool{false, false, false, true, false}, make([]bool, reclaimSettleTicks-1)...), false)},
+		{"small work after a return cannot cancel its settle", append(append([]uint64{reclaimWorth, busy, idle, idle, busy}, repeat(idle, reclaimSettleTicks-4)...), idle, idle),
+			append(append([]bool{false, false, false, true, false}, make([]bool, reclaimSettleTicks-4)...), true, false)},
+		{"work when the settle is due delays it to the next quiet tick", append(append([]uint64{reclaimWorth, busy, idle, idle}, repeat(idle, reclaimSettleTicks-3)...), busy, idle, idle, idle),
+			append(append([]bool{false, false, false, true}, make([]bool, reclaimSettleTicks-3)...), false, false, true, false)},
+		{"work enough for a return: the new return settles instead", append(append([]uint64{reclaimWorth, busy, idle, idle, reclaimWorth, idle, idle}, repeat(idle, reclaimSettleTicks-3)...), idle),
+			append(append([]bool{false, false, false, true, false, false, true}, make([]bool, reclaimSettleTicks-3)...), true)},
 	}
 	for _, tt := range tests {
 		if len(tt.ticks) != len(tt.want) {

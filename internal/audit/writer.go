@@ -79,6 +79,7 @@ type Options struct {
 type Writer struct {
 	st    Store
 	queue chan spooled
+	full  chan struct{} // a batch is queued: gather need not linger
 	// spool, when set, holds every queued entry on disk; replay is what it
 	// held at New that was not stored, which Run writes first.
 	spool   *spool
@@ -120,7 +121,7 @@ func New(st Store, o Options) *Writer {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	w := &Writer{st: st, queue: make(chan spooled, o.Queue), batch: o.Batch, linger: o.Linger, metric: o.Dropped, log: o.Log}
+	w := &Writer{st: st, queue: make(chan spooled, o.Queue), full: make(chan struct{}, 1), batch: o.Batch, linger: o.Linger, metric: o.Dropped, log: o.Log}
 	if o.Spool != "" {
 		sp, pending, err := openSpool(o.Spool, o.SpoolRotateAt)
 		if err != nil {
@@ -155,10 +156,12 @@ func (w *Writer) AppendAudit(_ context.Context, e store.AuditEntry) error {
 			end = 0
 		}
 		w.queue <- spooled{e: e, end: end}
+		w.queued()
 		return nil
 	}
 	select {
 	case w.queue <- spooled{e: e}:
+		w.queued()
 		return nil
 	default:
 		return w.drop()
@@ -217,26 +220,32 @@ func (w *Writer) Run(ctx context.Context) {
 	}
 }
 
-// gather is collect that waits up to the linger for the batch to fill
-// (or for ctx to end: Close then flushes the rest).
+// gather is collect after the linger, or as soon as a batch is queued (or
+// ctx ends: Close then flushes the rest). The writer sleeps meanwhile
+// rather than taking entries one by one: an append then wakes nobody, and
+// the call that made it pays no hand-off to this goroutine.
 func (w *Writer) gather(ctx context.Context, first spooled) []spooled {
 	if w.linger <= 0 {
 		return w.collect(first)
 	}
-	b := []spooled{first}
 	t := time.NewTimer(w.linger)
 	defer t.Stop()
-	for len(b) < w.batch {
+	select {
+	case <-t.C:
+	case <-w.full:
+	case <-ctx.Done():
+	}
+	return w.collect(first)
+}
+
+// queued tells gather, once, that a batch is waiting.
+func (w *Writer) queued() {
+	if len(w.queue) >= w.batch {
 		select {
-		case e := <-w.queue:
-			b = append(b, e)
-		case <-t.C:
-			return b
-		case <-ctx.Done():
-			return b
+		case w.full <- struct{}{}:
+		default:
 		}
 	}
-	return b
 }
 
 // collect takes first and whatever else is queued, up to a batch.

@@ -110,6 +110,28 @@ func TestWriterInOrderAndBatched(t *testing.T) {
 	}
 }
 
+// TestWriterFullBatchWritesAtOnce: a batch that fills while the writer
+// lingers is written then, not when the linger ends.
+func TestWriterFullBatchWritesAtOnce(t *testing.T) {
+	t.Parallel()
+	st := &batchStore{}
+	w := audit.New(st, audit.Options{Queue: 100, Batch: 8, Linger: time.Hour, Log: quiet})
+	stop := run(w)
+	defer stop()
+	for i := range 8 {
+		if err := w.AppendAudit(t.Context(), entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(st.tools()) < 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stored %v while lingering with a full batch queued", st.tools())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestWriterCloseFlushes: entries queued while the owner is busy writing
 // are all written by the time Run returns after its context ended.
 func TestWriterCloseFlushes(t *testing.T) {

@@ -189,19 +189,7 @@
         live(true);
         delay = 1000;
         if (log) log.clear(); // the stream sends the log again from its start
-        const reader = resp.body.getReader();
-        const dec = new TextDecoder();
-        let buf = "";
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buf += dec.decode(value, { stream: true });
-          let i;
-          while ((i = buf.indexOf("\n\n")) >= 0) {
-            frame(buf.slice(0, i));
-            buf = buf.slice(i + 2);
-          }
-        }
+        await sseEvents(resp, frame);
       } catch (e) {
         if (ctl.signal.aborted || e.message === "unauthenticated") return;
       }
@@ -214,13 +202,34 @@
     }
   }
 
-  function frame(block) {
-    let event = "", data = "";
-    for (const line of block.split("\n")) {
-      if (line.startsWith("event:")) event = line.slice(6).trim();
-      else if (line.startsWith("data:")) data += line.slice(5).trim();
+  // sseEvents reads an event stream's body to its end and calls onEvent
+  // with each event's name and data (events without data are skipped).
+  async function sseEvents(resp, onEvent) {
+    const reader = resp.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    const take = (block) => {
+      let event = "", data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data += line.slice(5).trim();
+      }
+      if (data) onEvent(event, data);
+    };
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        take(buf.slice(0, i));
+        buf = buf.slice(i + 2);
+      }
     }
-    if (!data) return;
+    if (buf.trim()) take(buf);
+  }
+
+  function frame(event, data) {
     if (event === "hangar/log") {
       try { if (log) log.add(JSON.parse(data).params); } catch (_) { /* not ours */ }
       return;
@@ -496,5 +505,5 @@
   });
 
   // What try.js shares.
-  window.hangarUI = { headers, refusal, call, showLogin, token };
+  window.hangarUI = { headers, refusal, call, showLogin, token, sseEvents };
 })();

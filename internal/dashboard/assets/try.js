@@ -49,28 +49,11 @@
     const type = resp.headers.get("Content-Type") || "";
     let answer = null;
     if (type.startsWith("text/event-stream")) {
-      const reader = resp.body.getReader();
-      const dec = new TextDecoder();
-      let buf = "";
-      const take = (block) => {
-        let data = "";
-        for (const line of block.split("\n")) if (line.startsWith("data:")) data += line.slice(5).trim();
-        if (!data) return;
+      await ui().sseEvents(resp, (_, data) => {
         const msg = exact(data);
         if (msg.method === "notifications/progress" && onProgress) onProgress(msg.params || {});
         else if (msg.id === id) answer = msg;
-      };
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += dec.decode(value, { stream: true });
-        let i;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          take(buf.slice(0, i));
-          buf = buf.slice(i + 2);
-        }
-      }
-      if (buf.trim()) take(buf);
+      });
     } else if (type.includes("json")) {
       answer = exact(await resp.text());
     } else {

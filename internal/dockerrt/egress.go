@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+	"github.com/moby/moby/client/pkg/versions"
 
 	"github.com/mcp-hangar/hangar/internal/egress"
 	"github.com/mcp-hangar/hangar/internal/retry"
@@ -350,28 +351,10 @@ func (e *Egress) checkEngine() error {
 	if err != nil {
 		return fmt.Errorf("egress: engine version: %w", err)
 	}
-	if versionLess(v.APIVersion, minEgressAPI) {
+	if versions.LessThan(v.APIVersion, minEgressAPI) {
 		return fmt.Errorf("%w: this engine is %s (API %s), whose networks cannot keep the host from the provider", ErrEgressEngine, v.Version, v.APIVersion)
 	}
 	return nil
-}
-
-// versionLess compares dotted API versions ("1.41").
-func versionLess(a, b string) bool {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(as), len(bs)); i++ {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
 }
 
 func (e *Egress) removeNetwork(name string) {

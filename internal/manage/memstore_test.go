@@ -100,6 +100,14 @@ func (m *MemStore) TakeSecret(_ context.Context, ref string) ([]byte, error) {
 	return v, nil
 }
 
+// DeleteSecret implements store.Secrets.
+func (m *MemStore) DeleteSecret(_ context.Context, ref string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.secrets, ref)
+	return nil
+}
+
 // DeleteSecrets implements store.Secrets.
 func (m *MemStore) DeleteSecrets(_ context.Context, prefix string) error {
 	m.mu.Lock()

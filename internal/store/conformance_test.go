@@ -547,6 +547,31 @@ func TestDeleteSecrets(t *testing.T) {
 	})
 }
 
+// TestDeleteSecret: one ref exactly, not the refs it is a prefix of.
+func TestDeleteSecret(t *testing.T) {
+	conform(t, func(t *testing.T, drv storeDriver) {
+		ctx := t.Context()
+		s := drv.open(t, Options{KeystoreKey: testKey})
+		for _, r := range []string{"t/alice/git", "t/alice/github"} {
+			if err := s.PutSecret(ctx, r, []byte(r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.DeleteSecret(ctx, "t/alice/git"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Secret(ctx, "t/alice/git"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("t/alice/git after its delete: %v", err)
+		}
+		if _, err := s.Secret(ctx, "t/alice/github"); err != nil {
+			t.Errorf("t/alice/github went with t/alice/git: %v", err)
+		}
+		if err := s.DeleteSecret(ctx, "t/nobody"); err != nil {
+			t.Errorf("deleting what is not there: %v", err)
+		}
+	})
+}
+
 // TestTakeSecret: a taken secret opens once; of takers racing for one
 // exactly one gets it. SecretRefs lists refs by prefix, never values.
 func TestTakeSecret(t *testing.T) {

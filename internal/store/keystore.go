@@ -313,6 +313,11 @@ func (s *sqlStore) open(ctx context.Context, ref string, nonce, ct []byte) ([]by
 	return plain, nil
 }
 
+// DeleteSecret removes the secret under ref, if there is one.
+func (s *sqlStore) DeleteSecret(ctx context.Context, ref string) error {
+	return s.exec(ctx, "delete secret "+ref, `DELETE FROM keystore WHERE ref = ?`, ref)
+}
+
 // DeleteSecrets removes every secret whose ref starts with refPrefix. An
 // empty prefix is refused rather than taken to mean all of them.
 func (s *sqlStore) DeleteSecrets(ctx context.Context, refPrefix string) error {

@@ -188,6 +188,9 @@ type Secrets interface {
 	PutSecret(ctx context.Context, ref string, value []byte) error
 	Secret(ctx context.Context, ref string) ([]byte, error) // ErrNotFound when none
 	DeleteSecrets(ctx context.Context, refPrefix string) error
+	// DeleteSecret removes the value under ref exactly (none is no error):
+	// a ref is not a prefix, "…/git" is not "…/github".
+	DeleteSecret(ctx context.Context, ref string) error
 	// TakeSecret opens and removes the value under ref in one step: of
 	// takers racing for it (replicas sharing the store included) exactly
 	// one gets it, the others ErrNotFound.

@@ -16,7 +16,6 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/markup"
-	"github.com/mcp-hangar/hangar/internal/store"
 )
 
 // A login goes: a call finds no token → Login stores a link record and
@@ -380,7 +379,7 @@ func (m *Manager) Sweep(ctx context.Context) (int, error) {
 		for _, ref := range refs {
 			exp, _, _ := strings.Cut(strings.TrimPrefix(ref, prefix), "/")
 			if t, err := strconv.ParseInt(exp, 10, 64); err == nil && t < now {
-				if err := m.o.Secrets.DeleteSecrets(ctx, ref); err != nil && !errors.Is(err, store.ErrNotFound) {
+				if err := m.o.Secrets.DeleteSecret(ctx, ref); err != nil {
 					return n, err
 				}
 				n++

@@ -356,7 +356,7 @@ func (m *Manager) Disconnect(ctx context.Context, server string, caller auth.Ide
 		had = false
 	} else if err != nil {
 		// A token that does not open (another key) is dropped all the same.
-		if derr := m.o.Secrets.DeleteSecrets(ctx, ref); derr != nil {
+		if derr := m.o.Secrets.DeleteSecret(ctx, ref); derr != nil {
 			return false, derr
 		}
 	}
@@ -383,7 +383,7 @@ func (m *Manager) Prune(ctx context.Context, keep func(Subject) bool) (int, erro
 		if !ok || keep(subj) {
 			continue
 		}
-		if err := m.o.Secrets.DeleteSecrets(ctx, ref); err != nil {
+		if err := m.o.Secrets.DeleteSecret(ctx, ref); err != nil {
 			return n, err
 		}
 		m.forgetCached(ref)

@@ -38,6 +38,7 @@ type rig struct {
 	as      *authtest.Server
 	gw      *httptest.Server
 	spec    *config.Server
+	other   *config.Server // a second server on the same upstream, its ID spec's plus "x"
 	dir     string
 	logs    *bytes.Buffer
 	offset  atomic.Int64 // added to the manager's clock
@@ -58,6 +59,7 @@ func newRig(t *testing.T, o authtest.Options, ua config.UpstreamAuth) *rig {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	r.spec = &config.Server{ID: "gh", Mode: config.ModeRemote, Endpoint: r.as.Endpoint(), UpstreamAuth: &ua}
+	r.other = &config.Server{ID: "ghx", Mode: config.ModeRemote, Endpoint: r.as.Endpoint(), UpstreamAuth: &ua}
 	var logMu sync.Mutex
 	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
 		logMu.Lock()
@@ -68,8 +70,10 @@ func newRig(t *testing.T, o authtest.Options, ua config.UpstreamAuth) *rig {
 		Secrets:   st,
 		PublicURL: func() string { return r.gw.URL },
 		Spec: func(id string) (*config.Server, bool) {
-			if id == r.spec.ID {
-				return r.spec, true
+			for _, spec := range []*config.Server{r.spec, r.other} {
+				if id == spec.ID {
+					return spec, true
+				}
 			}
 			return nil, false
 		},
@@ -125,11 +129,17 @@ func caller(name string) auth.Identity {
 // server, and returns the token the manager then presents.
 func (r *rig) login(t *testing.T, who auth.Identity, user string) string {
 	t.Helper()
+	return r.loginTo(t, r.spec, who, user)
+}
+
+// loginTo is login to spec's upstream.
+func (r *rig) loginTo(t *testing.T, spec *config.Server, who auth.Identity, user string) string {
+	t.Helper()
 	ctx := t.Context()
-	if _, err := r.m.Token(ctx, r.spec, who); !upstreamauth.IsNoToken(err) {
+	if _, err := r.m.Token(ctx, spec, who); !upstreamauth.IsNoToken(err) {
 		t.Fatalf("before the login: %v, want no token", err)
 	}
-	le, err := r.m.Login(ctx, r.spec, who, "")
+	le, err := r.m.Login(ctx, spec, who, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +150,40 @@ func (r *rig) login(t *testing.T, who auth.Identity, user string) string {
 	if err != nil || status != http.StatusOK || !strings.Contains(page, "connected") {
 		t.Fatalf("login: %d %v\n%s", status, err, page)
 	}
-	tok, err := r.m.Token(ctx, r.spec, who)
+	tok, err := r.m.Token(ctx, spec, who)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tok.AccessToken
+}
+
+// TestDropsOnlyThatServersToken: a refusal or a disconnect on server gh
+// drops the caller's token for gh, not the one for ghx, whose ID gh
+// begins (a ref is not a prefix).
+func TestDropsOnlyThatServersToken(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRig(t, authtest.Options{DCR: true}, config.UpstreamAuth{Type: config.UpstreamOAuth})
+	bob := caller("bob")
+	r.loginTo(t, r.spec, bob, "bob-upstream")
+	r.loginTo(t, r.other, bob, "bob-upstream")
+	r.m.Refused(ctx, r.spec, bob)
+	if _, err := r.m.Token(ctx, r.spec, bob); !upstreamauth.IsNoToken(err) {
+		t.Errorf("gh after its refusal: %v, want no token", err)
+	}
+	recheck := func() { r.offset.Add(int64(3 * time.Second)) } // past the in-memory copy: the keystore is read
+	recheck()
+	if _, err := r.m.Token(ctx, r.other, bob); err != nil {
+		t.Fatalf("ghx's token went with gh's refusal: %v", err)
+	}
+	r.loginTo(t, r.spec, bob, "bob-upstream")
+	if had, err := r.m.Disconnect(ctx, r.spec.ID, bob); err != nil || !had {
+		t.Fatalf("disconnect gh: %v %v", had, err)
+	}
+	recheck()
+	if _, err := r.m.Token(ctx, r.other, bob); err != nil {
+		t.Errorf("ghx's token went with gh's disconnect: %v", err)
+	}
 }
 
 // TestLoginPerIdentity: two callers each log in; each one's token is

@@ -142,7 +142,7 @@ func (m *Manager) refresh(ctx context.Context, spec *config.Server, rec *tokenRe
 
 // drop removes a token the upstream or its server refused.
 func (m *Manager) drop(ctx context.Context, ref, server, who, reason string) {
-	if err := m.o.Secrets.DeleteSecrets(ctx, ref); err != nil {
+	if err := m.o.Secrets.DeleteSecret(ctx, ref); err != nil {
 		m.o.Log.Warn("upstream_auth: refused token not removed", "mcp_server", server, "identity", who, "error", err)
 	}
 	m.forgetCached(ref)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
 // discovered is what the gateway learned of a server's authorization:
@@ -52,7 +53,8 @@ func (m *Manager) discover(ctx context.Context, spec *config.Server) (*discovere
 	}
 	d, err := m.discoverNow(ctx, spec)
 	if err != nil {
-		return nil, fmt.Errorf("upstream_auth: discovery for %s: %w", spec.ID, err)
+		// What was tried names endpoints, which may carry credentials.
+		return nil, fmt.Errorf("upstream_auth: discovery for %s: %s", spec.ID, redact.Text(err.Error()))
 	}
 	d.key, d.at = key, m.o.Now()
 	m.mu.Lock()
@@ -191,7 +193,7 @@ func (m *Manager) challenge(ctx context.Context, endpoint string) ([]oauthex.Cha
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := m.o.HTTP.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("probe of the upstream: %w", redactURLError(err))
+		return nil, fmt.Errorf("probe of the upstream: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
@@ -199,14 +201,4 @@ func (m *Manager) challenge(ctx context.Context, endpoint string) ([]oauthex.Cha
 		return nil, nil
 	}
 	return oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-}
-
-// redactURLError drops the URL (which may carry credentials in its query)
-// from a net/http error.
-func redactURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
-	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/auth"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/markup"
+	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
 // A login goes: a call finds no token → Login stores a link record and
@@ -185,9 +186,11 @@ func (m *Manager) start(w http.ResponseWriter, r *http.Request) {
 	}
 	authURL, cookie, err := m.begin(ctx, link)
 	if err != nil {
-		m.o.Log.Warn("upstream_auth: login not started", "mcp_server", link.Server, "identity", link.Subject.Name, "error", err)
-		m.event(ctx, link.Server, link.Subject.Name, EventLogin, OutcomeError, "not started: "+err.Error())
-		m.render(w, http.StatusBadGateway, pageData{Title: "Login not started", Text: "hangar could not start the login to " + link.Server + ": " + err.Error()})
+		// The log, the audit and the page: no endpoint's credentials.
+		why := redact.Text(err.Error())
+		m.o.Log.Warn("upstream_auth: login not started", "mcp_server", link.Server, "identity", link.Subject.Name, "error", why)
+		m.event(ctx, link.Server, link.Subject.Name, EventLogin, OutcomeError, "not started: "+why)
+		m.render(w, http.StatusBadGateway, pageData{Title: "Login not started", Text: "hangar could not start the login to " + link.Server + ": " + why})
 		return
 	}
 	http.SetCookie(w, cookie)

@@ -581,3 +581,36 @@ func TestStartPage(t *testing.T) {
 		t.Errorf("an unknown link: %d\n%s", status, page)
 	}
 }
+
+// TestLoginNotStartedHidesCredentials: a login that cannot start (the
+// upstream publishes no OAuth metadata) says why on the page, in the log
+// and in the audit, without the credential the endpoint's URL carries.
+func TestLoginNotStartedHidesCredentials(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-key"
+	r := newRig(t, authtest.Options{DCR: true}, config.UpstreamAuth{Type: config.UpstreamOAuth})
+	bare := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(bare.Close)
+	r.spec.Endpoint = bare.URL + "/mcp?api_key=" + secret
+	le, err := r.m.Login(t.Context(), r.spec, caller("dan"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, page, err := authtest.NewBrowser().Login(t.Context(), le.URL, "dan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusBadGateway || !strings.Contains(page, "Login not started") || !strings.Contains(page, "no protected resource metadata") {
+		t.Fatalf("login to an upstream that does not answer: %d\n%s", status, page)
+	}
+	if strings.Contains(page, secret) || strings.Contains(r.logs.String(), secret) {
+		t.Errorf("the endpoint's credential is on the page or in the log:\n%s\n%s", page, r.logs.String())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.entries {
+		if strings.Contains(e.Reason, secret) {
+			t.Errorf("the endpoint's credential is in the audit: %q", e.Reason)
+		}
+	}
+}

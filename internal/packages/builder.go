@@ -40,6 +40,7 @@ import (
 	"github.com/mcp-hangar/hangar/internal/call"
 	"github.com/mcp-hangar/hangar/internal/config"
 	"github.com/mcp-hangar/hangar/internal/dockerrt"
+	"github.com/mcp-hangar/hangar/internal/redact"
 	"github.com/mcp-hangar/hangar/internal/store"
 )
 
@@ -281,7 +282,7 @@ func (b *Builder) ensure(ctx context.Context, s *config.Server, progress call.Pr
 	p.registry = registryFor(pkg, rt.Env)
 	registryEnv(pkg.Type, p.registry, p.env)
 
-	step(progress, 1, "resolving "+Describe(pkg)+" in "+redactURL(p.registry))
+	step(progress, 1, "resolving "+Describe(pkg)+" in "+redact.URL(p.registry))
 	spec := pkg.Version
 	if havePin {
 		spec = exactSpec(pkg.Type, pin.Version)
@@ -302,7 +303,7 @@ func (b *Builder) ensure(ctx context.Context, s *config.Server, progress call.Pr
 	data, _, err := get(ctx, b.HTTP, art.URL, "", maxFileBytes)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			err = fmt.Errorf("%w: %s is gone from the registry", ErrUnreachable, redactURL(art.URL))
+			err = fmt.Errorf("%w: %s is gone from the registry", ErrUnreachable, redact.URL(art.URL))
 		}
 		return Image{}, fmt.Errorf("%s package %s@%s: %w", pkg.Type, pkg.Name, art.Version, err)
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
 // Errors of resolving and fetching a package; each is wrapped in an error
@@ -61,7 +63,7 @@ func newHTTPClient() *http.Client {
 func get(ctx context.Context, hc *http.Client, u, accept string, limit int64) ([]byte, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %s is not a URL", ErrUnreachable, redactURL(u))
+		return nil, "", fmt.Errorf("%w: %s is not a URL", ErrUnreachable, redact.URL(u))
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -72,21 +74,21 @@ func get(ctx context.Context, hc *http.Client, u, accept string, limit int64) ([
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
 		}
-		return nil, "", fmt.Errorf("%w: %s: %v", ErrUnreachable, redactURL(u), trimURLError(err))
+		return nil, "", fmt.Errorf("%w: %s: %v", ErrUnreachable, redact.URL(u), trimURLError(err))
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		return nil, "", ErrNotFound
 	case resp.StatusCode != http.StatusOK:
-		return nil, "", fmt.Errorf("%w: %s answered %s", ErrUnreachable, redactURL(u), resp.Status)
+		return nil, "", fmt.Errorf("%w: %s answered %s", ErrUnreachable, redact.URL(u), resp.Status)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: reading %s: %v", ErrUnreachable, redactURL(u), err)
+		return nil, "", fmt.Errorf("%w: reading %s: %v", ErrUnreachable, redact.URL(u), err)
 	}
 	if int64(len(b)) > limit {
-		return nil, "", fmt.Errorf("%w: %s is larger than %d MiB", ErrUnreachable, redactURL(u), limit>>20)
+		return nil, "", fmt.Errorf("%w: %s is larger than %d MiB", ErrUnreachable, redact.URL(u), limit>>20)
 	}
 	return b, resp.Header.Get("Content-Type"), nil
 }
@@ -103,15 +105,6 @@ func trimURLError(err error) string {
 		return msg[i+2:]
 	}
 	return msg
-}
-
-// redactURL hides a URL's credentials (a mirror's user:token@host).
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(a URL that does not parse)"
-	}
-	return p.Redacted()
 }
 
 // Digests: npm publishes SRI strings ("sha512-<base64>", several may be

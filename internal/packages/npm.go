@@ -17,6 +17,7 @@ import (
 	npm "github.com/aquasecurity/go-npm-version/pkg"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
 // DefaultNPMRegistry is where npm packages come from when neither the
@@ -68,13 +69,13 @@ func resolveNPM(ctx context.Context, hc *http.Client, registry, name, spec strin
 		"application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8", maxMetadataBytes)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return Artifact{}, fmt.Errorf("%w: npm package %s is not in the registry %s", ErrNotFound, name, redactURL(registry))
+		return Artifact{}, fmt.Errorf("%w: npm package %s is not in the registry %s", ErrNotFound, name, redact.URL(registry))
 	case err != nil:
-		return Artifact{}, fmt.Errorf("npm registry %s: %w", redactURL(registry), err)
+		return Artifact{}, fmt.Errorf("npm registry %s: %w", redact.URL(registry), err)
 	}
 	var doc packument
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return Artifact{}, fmt.Errorf("%w: npm registry %s: the document of %s does not decode: %v", ErrUnreachable, redactURL(registry), name, err)
+		return Artifact{}, fmt.Errorf("%w: npm registry %s: the document of %s does not decode: %v", ErrUnreachable, redact.URL(registry), name, err)
 	}
 	version, err := pickNPM(doc, spec)
 	if err != nil {
@@ -86,7 +87,7 @@ func resolveNPM(ctx context.Context, hc *http.Client, registry, name, spec strin
 		integrity = sha1SRI(d.Shasum)
 	}
 	if d.Tarball == "" {
-		return Artifact{}, fmt.Errorf("%w: npm package %s@%s has no tarball in the registry %s", ErrUnreachable, name, version, redactURL(registry))
+		return Artifact{}, fmt.Errorf("%w: npm package %s@%s has no tarball in the registry %s", ErrUnreachable, name, version, redact.URL(registry))
 	}
 	file := d.Tarball
 	if i := strings.LastIndex(file, "/"); i >= 0 {

@@ -18,6 +18,7 @@ import (
 	pep440 "github.com/aquasecurity/go-pep440-version"
 
 	"github.com/mcp-hangar/hangar/internal/config"
+	"github.com/mcp-hangar/hangar/internal/redact"
 )
 
 // DefaultPyPIIndex is where PyPI packages come from when neither the
@@ -52,9 +53,9 @@ func resolvePyPI(ctx context.Context, hc *http.Client, index, name, spec string,
 	body, ctype, err := get(ctx, hc, page, "application/vnd.pypi.simple.v1+json, text/html;q=0.2", maxMetadataBytes)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return Artifact{}, fmt.Errorf("%w: PyPI project %s is not in the index %s", ErrNotFound, name, redactURL(index))
+		return Artifact{}, fmt.Errorf("%w: PyPI project %s is not in the index %s", ErrNotFound, name, redact.URL(index))
 	case err != nil:
-		return Artifact{}, fmt.Errorf("PyPI index %s: %w", redactURL(index), err)
+		return Artifact{}, fmt.Errorf("PyPI index %s: %w", redact.URL(index), err)
 	}
 	var files []pypiFile
 	if strings.Contains(ctype, "json") {
@@ -62,7 +63,7 @@ func resolvePyPI(ctx context.Context, hc *http.Client, index, name, spec string,
 			Files []pypiFile `json:"files"`
 		}
 		if err := json.Unmarshal(body, &doc); err != nil {
-			return Artifact{}, fmt.Errorf("%w: PyPI index %s: the page of %s does not decode: %v", ErrUnreachable, redactURL(index), name, err)
+			return Artifact{}, fmt.Errorf("%w: PyPI index %s: the page of %s does not decode: %v", ErrUnreachable, redact.URL(index), name, err)
 		}
 		files = doc.Files
 	} else {

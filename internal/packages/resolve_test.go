@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -204,6 +205,27 @@ func TestPickCommand(t *testing.T) {
 		got, err := pickCommand("npm", tt.name, "1.0.0", tt.asked, tt.commands, norm)
 		if got != tt.want || (tt.err == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrUnusable))) {
 			t.Errorf("pickCommand(%s, %q, %v) = %q, %v; want %q, %q", tt.name, tt.asked, tt.commands, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// TestRegistryErrorsHideCredentials: a registry URL's credentials (a
+// token as user-info, a token in the query) are not in an error.
+func TestRegistryErrorsHideCredentials(t *testing.T) {
+	t.Parallel()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	u, _ := url.Parse(failing.URL)
+	registry := "http://npm-token-1@" + u.Host + "/?token=query-token-2"
+	_, err := resolveNPM(t.Context(), failing.Client(), registry, "some-server", "1.0.0")
+	if err == nil || !strings.Contains(err.Error(), u.Host) {
+		t.Fatalf("resolve against a failing registry: %v", err)
+	}
+	for _, secret := range []string{"npm-token-1", "query-token-2"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error holds %s: %v", secret, err)
 		}
 	}
 }

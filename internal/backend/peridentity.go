@@ -410,13 +410,6 @@ func (b *identityBackend) ContainerIDs() []string {
 	return out
 }
 
-// Sessions is how many callers have a session now.
-func (b *identityBackend) Sessions() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.sessions)
-}
-
 // reapIdle ends the sessions idle past the server's idle TTL.
 func (b *identityBackend) reapIdle() {
 	ttl := b.spec.IdleTTL

@@ -352,20 +352,26 @@ func (n *nonces) use(nonce [16]byte, until, now time.Time) int {
 // host (0.0.0.0, ::, none) is the address a replica listens on, not one
 // it is reached at: the others would send its requests to themselves.
 func CheckAdvertiseURL(u string) error {
+	_, err := parseAdvertiseURL(u)
+	return err
+}
+
+// parseAdvertiseURL is CheckAdvertiseURL that also returns the URL.
+func parseAdvertiseURL(u string) (*url.URL, error) {
 	p, err := url.Parse(u)
 	if err != nil {
-		return fmt.Errorf("advertise URL %q: %w", u, err)
+		return nil, fmt.Errorf("advertise URL %q: %w", u, err)
 	}
 	if p.Scheme != "http" && p.Scheme != "https" {
-		return fmt.Errorf("advertise URL %q: want an http:// or https:// URL", u)
+		return nil, fmt.Errorf("advertise URL %q: want an http:// or https:// URL", u)
 	}
 	host := p.Hostname()
 	if a, err := netip.ParseAddr(host); host == "" || err == nil && a.IsUnspecified() {
-		return fmt.Errorf("advertise URL %q names no address the other replicas can reach (%q is a wildcard): "+
+		return nil, fmt.Errorf("advertise URL %q names no address the other replicas can reach (%q is a wildcard): "+
 			"set --advertise-url (or $HANGAR_ADVERTISE_URL) to this replica's own name or address, "+
 			"e.g. http://{{.Task.Name}}:8080 in a Swarm stack", u, host)
 	}
-	return nil
+	return p, nil
 }
 
 // Middleware passes a request that names another live replica's id to that
@@ -509,12 +515,9 @@ func (f *Router) lookup(ctx context.Context, replica string) (*url.URL, bool) {
 		}
 	}
 	m, ok := f.members[replica]
-	if !ok || time.Since(m.HeartbeatAt) >= f.Live || CheckAdvertiseURL(m.AdvertiseURL) != nil {
+	if !ok || time.Since(m.HeartbeatAt) >= f.Live {
 		return nil, false
 	}
-	u, err := url.Parse(m.AdvertiseURL)
-	if err != nil {
-		return nil, false
-	}
-	return u, true
+	u, err := parseAdvertiseURL(m.AdvertiseURL)
+	return u, err == nil
 }

@@ -48,8 +48,7 @@ type Policy struct {
 // rule is one compiled rule.
 type rule struct {
 	Rule
-	index int
-	prg   cel.Program
+	prg cel.Program
 	// loops: the condition has a comprehension; it runs under a deadline.
 	loops bool
 }
@@ -79,7 +78,6 @@ func Compile(spec Spec) (*Policy, error) {
 			problems = append(problems, Problem{Field: fmt.Sprintf("rules[%d].when", i), Message: msg})
 			continue
 		}
-		cr.index = i
 		p.rules = append(p.rules, cr)
 		if r.Effect == Deny {
 			p.deny = append(p.deny, cr)

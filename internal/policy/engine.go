@@ -73,9 +73,6 @@ func (e *Engine) Set(p *Policy) {
 	e.updateView()
 }
 
-// Policy is the gateway's policy in force; nil when none is set.
-func (e *Engine) Policy() *Policy { return e.global.Load() }
-
 // Active reports whether any rule or a default deny could refuse a call:
 // false lets the endpoint skip reading requests for the policy's sake.
 func (e *Engine) Active() bool {

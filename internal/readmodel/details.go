@@ -83,11 +83,9 @@ func (d *Details) Approvable() bool { return d.Quarantine != nil }
 // the server: one served from discovery, whose approval it revokes.
 func (d *Details) Rejectable() bool { return d.Source == string(catalog.SourceDiscovery) }
 
-// Health is how the provider is doing (HealthOf); a group's state.
+// Health is how the provider is doing (HealthOf); a group's pill is its
+// state, which the page shows itself.
 func (d *Details) Health() string {
-	if d.Group != nil {
-		return string(d.Group.State)
-	}
 	return HealthOf(d.Snapshot.State, d.Snapshot.Health.ConsecutiveFailures)
 }
 

@@ -185,10 +185,7 @@ func (m *Model) RunTraffic(ctx context.Context) {
 	if src == nil {
 		return
 	}
-	step := m.TrafficStep
-	if step <= 0 {
-		step = DefaultTrafficStep
-	}
+	step := m.TrafficStepOf()
 	t := newTraffic(step)
 	t.sample(time.Now(), src.CallCounts())
 	m.traffic.Store(t)

@@ -72,9 +72,6 @@ const (
 
 func tokenRef(s Subject, server string) string { return refTokens + s.key() + "/" + server }
 
-// subjectPrefix is the prefix of every token of s.
-func subjectPrefix(s Subject) string { return refTokens + s.key() + "/" }
-
 // parseTokenRef reads a token ref back into its subject and server.
 func parseTokenRef(ref string) (Subject, string, bool) {
 	rest, ok := strings.CutPrefix(ref, refTokens)

@@ -127,7 +127,7 @@ type Manager struct {
 	servers   map[string]*discovered  // by server ID
 	cache     map[string]*cachedToken // by token ref
 	signals   map[string]chan struct{}
-	exchanged map[string]*oauth2.Token // token_exchange results, by subject, server and JWT
+	exchanged map[string]exchanged // token_exchange results, one per subject and server
 	service   map[string]*serviceSource
 	lastSweep time.Time
 }
@@ -146,7 +146,7 @@ func New(o Options) *Manager {
 		o.Now = time.Now
 	}
 	return &Manager{o: o, servers: map[string]*discovered{}, cache: map[string]*cachedToken{},
-		signals: map[string]chan struct{}{}, exchanged: map[string]*oauth2.Token{}, service: map[string]*serviceSource{}}
+		signals: map[string]chan struct{}{}, exchanged: map[string]exchanged{}, service: map[string]*serviceSource{}}
 }
 
 // LoginRequired is the answer to a call that needs a login the caller

@@ -510,6 +510,17 @@ func TestServiceAndExchangedTokens(t *testing.T) {
 	if x.count("gh/exchange/ok") != 1 {
 		t.Error("the exchange was not counted")
 	}
+	// The same JWT again: the exchanged token is kept. A new JWT of the
+	// same caller is exchanged anew, and its token replaces the first.
+	// (The test server's tokens live 5 s, the margin before their end is
+	// 5 s: the manager's clock is set back for the token to be usable.)
+	x.offset.Store(int64(-3 * time.Second))
+	if again, err := x.m.Token(ctx, x.spec, hank); err != nil || again.AccessToken != tok.AccessToken || x.count("gh/exchange/ok") != 1 {
+		t.Errorf("the same JWT again: %v, same token %v, %d exchanges; want the kept token", err, err == nil && again.AccessToken == tok.AccessToken, x.count("gh/exchange/ok"))
+	}
+	if renewed, err := x.m.Token(ctx, x.spec, jwtCaller(t, key, "hank")); err != nil || renewed.AccessToken == tok.AccessToken || x.count("gh/exchange/ok") != 2 {
+		t.Errorf("a new JWT: %v, %d exchanges; want a new exchange", err, x.count("gh/exchange/ok"))
+	}
 }
 
 // jwtCaller is the identity the gateway gives a caller with a JWT of
@@ -521,7 +532,7 @@ func jwtCaller(t *testing.T, key *rsa.PrivateKey, sub string) auth.Identity {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := jwt.Signed(sig).Claims(jwt.Claims{Issuer: iss, Subject: sub, Audience: jwt.Audience{aud},
+	raw, err := jwt.Signed(sig).Claims(jwt.Claims{ID: rand.Text(), Issuer: iss, Subject: sub, Audience: jwt.Audience{aud},
 		Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
 	if err != nil {
 		t.Fatal(err)

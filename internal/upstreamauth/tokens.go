@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -173,20 +172,19 @@ func (m *Manager) Refused(ctx context.Context, spec *config.Server, caller auth.
 	}
 }
 
-// exchangeKey is per subject, server and JWT: a caller's new JWT is
-// exchanged anew.
-func exchangeKey(s Subject, server, jwt string) string {
-	return s.key() + "\x00" + server + "\x00" + hashHex(jwt)
+// exchanged is the last token_exchange result of one subject for one
+// server, and the JWT it was exchanged for (hashed): a caller's new JWT is
+// exchanged anew and replaces it, so there is one per subject and server.
+type exchanged struct {
+	jwt string
+	tok *oauth2.Token
 }
 
+func exchangeKey(s Subject, server string) string { return s.key() + "\x00" + server }
+
 func (m *Manager) forgetExchanged(s Subject, server string) {
-	prefix := s.key() + "\x00" + server + "\x00"
 	m.mu.Lock()
-	for k := range m.exchanged {
-		if strings.HasPrefix(k, prefix) {
-			delete(m.exchanged, k)
-		}
-	}
+	delete(m.exchanged, exchangeKey(s, server))
 	m.mu.Unlock()
 }
 
@@ -196,8 +194,8 @@ const (
 )
 
 // exchangeToken exchanges the caller's own JWT for an upstream token (RFC
-// 8693). Exchanged tokens stay in memory only, until they near their end:
-// any replica can exchange the caller's JWT again.
+// 8693). Exchanged tokens stay in memory only, the last one per caller
+// and server: any replica can exchange the caller's JWT again.
 func (m *Manager) exchangeToken(ctx context.Context, spec *config.Server, caller auth.Identity) (*oauth2.Token, error) {
 	jwt := caller.Bearer()
 	if jwt == "" {
@@ -207,12 +205,12 @@ func (m *Manager) exchangeToken(ctx context.Context, spec *config.Server, caller
 	if err != nil {
 		return nil, err
 	}
-	key := exchangeKey(subj, spec.ID, jwt)
+	key, jwtHash := exchangeKey(subj, spec.ID), hashHex(jwt)
 	now := m.o.Now()
 	m.mu.Lock()
-	if t, ok := m.exchanged[key]; ok && (t.Expiry.IsZero() || now.Add(5*time.Second).Before(t.Expiry)) {
+	if x, ok := m.exchanged[key]; ok && x.jwt == jwtHash && (x.tok.Expiry.IsZero() || now.Add(5*time.Second).Before(x.tok.Expiry)) {
 		m.mu.Unlock()
-		return t, nil
+		return x.tok, nil
 	}
 	m.mu.Unlock()
 	ua := spec.UpstreamAuth
@@ -241,7 +239,7 @@ func (m *Manager) exchangeToken(ctx context.Context, spec *config.Server, caller
 		return nil, fmt.Errorf("upstream_auth: token exchange for %s: %s", spec.ID, oauthErrorCode(err))
 	}
 	m.mu.Lock()
-	m.exchanged[key] = tok
+	m.exchanged[key] = exchanged{jwt: jwtHash, tok: tok}
 	m.mu.Unlock()
 	m.event(ctx, spec.ID, caller.Name, EventExchange, OutcomeOK, "")
 	return tok, nil

@@ -56,7 +56,7 @@ func (l *Launcher) Launch(ctx context.Context, s *config.Server) (provider.Backe
 	case config.ModeDocker:
 		return l.launchDocker(ctx, s)
 	case config.ModeRemote:
-		return nilIfErr(launchRemote(ctx, s))
+		return nilIfErr(launchRemote(ctx, s, connectClient()))
 	case config.ModeSubprocess:
 		return nilIfErr(launchSubprocess(ctx, s))
 	default:

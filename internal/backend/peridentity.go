@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/oauth2"
 
@@ -95,21 +94,7 @@ func newIdentityBackend(spec *config.Server, creds Credentials, open func(ctx co
 func launchRemoteWithAuth(s *config.Server, creds Credentials) *identityBackend {
 	return newIdentityBackend(s, creds, func(ctx context.Context, caller auth.Identity, ss *session) (provider.Backend, error) {
 		client := &http.Client{Transport: &bearerTransport{next: connectClient().Transport, spec: s, creds: creds, caller: caller, refused: &ss.refused}}
-		var tr transport.Interface
-		var err error
-		if s.Transport == config.TransportSSE {
-			tr, err = mcpconn.SSE(s.Endpoint, s.Headers, client)
-		} else {
-			tr, err = mcpconn.HTTP(s.Endpoint, s.Headers, client)
-		}
-		if err != nil {
-			return nil, err
-		}
-		conn, err := mcpconn.Connect(ctx, tr, s.Protocol)
-		if err != nil {
-			return nil, err
-		}
-		return &remoteBackend{mcpSide: mcpSide{conn}, done: make(chan struct{})}, nil
+		return nilIfErr(launchRemote(ctx, s, client))
 	})
 }
 

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"net/http"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -21,13 +22,14 @@ type remoteBackend struct {
 	once sync.Once
 }
 
-func launchRemote(ctx context.Context, s *config.Server) (*remoteBackend, error) {
+// launchRemote opens one session to the remote server s through client.
+func launchRemote(ctx context.Context, s *config.Server, client *http.Client) (*remoteBackend, error) {
 	var tr transport.Interface
 	var err error
 	if s.Transport == config.TransportSSE {
-		tr, err = mcpconn.SSE(s.Endpoint, s.Headers, connectClient())
+		tr, err = mcpconn.SSE(s.Endpoint, s.Headers, client)
 	} else {
-		tr, err = mcpconn.HTTP(s.Endpoint, s.Headers, connectClient())
+		tr, err = mcpconn.HTTP(s.Endpoint, s.Headers, client)
 	}
 	if err != nil {
 		return nil, hideEndpoint(err)

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	npm "github.com/aquasecurity/go-npm-version/pkg"
@@ -91,23 +92,23 @@ func CheckPackage(p Package) (field, msg string) {
 	switch p.Type {
 	case PackageNPM:
 		if !npmNameRe.MatchString(strings.ToLower(p.Name)) {
-			return "name", "not an npm package name (got " + quote(p.Name) + ")"
+			return "name", "not an npm package name (got " + strconv.Quote(p.Name) + ")"
 		}
 	case PackagePyPI:
 		if !pypiNameRe.MatchString(p.Name) {
-			return "name", "not a PyPI project name (got " + quote(p.Name) + ")"
+			return "name", "not a PyPI project name (got " + strconv.Quote(p.Name) + ")"
 		}
 	default:
-		return "type", "must be npm or pypi (got " + quote(p.Type) + ")"
+		return "type", "must be npm or pypi (got " + strconv.Quote(p.Type) + ")"
 	}
 	if why := CheckVersion(p.Type, p.Version); why != "" {
 		return "version", why
 	}
 	if p.Runner != "" && packageRunners[p.Runner] != p.Type {
-		return "runner", "runner " + quote(p.Runner) + " does not run " + p.Type + " packages (want " + strings.Join(runnersOf(p.Type), ", ") + ")"
+		return "runner", "runner " + strconv.Quote(p.Runner) + " does not run " + p.Type + " packages (want " + strings.Join(runnersOf(p.Type), ", ") + ")"
 	}
 	if p.Command != "" && !commandRe.MatchString(p.Command) {
-		return "command", "must be the name of an executable the package installs (got " + quote(p.Command) + ")"
+		return "command", "must be the name of an executable the package installs (got " + strconv.Quote(p.Command) + ")"
 	}
 	if p.Module != "" {
 		switch {
@@ -116,12 +117,12 @@ func CheckPackage(p Package) (field, msg string) {
 		case p.Command != "":
 			return "module", "cannot be used together with command"
 		case !moduleRe.MatchString(p.Module):
-			return "module", "not a Python module name (got " + quote(p.Module) + ")"
+			return "module", "not a Python module name (got " + strconv.Quote(p.Module) + ")"
 		}
 	}
 	if p.Registry != "" {
 		if u, err := url.Parse(p.Registry); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return "registry", "must be an http(s) URL (got " + quote(p.Registry) + ")"
+			return "registry", "must be an http(s) URL (got " + strconv.Quote(p.Registry) + ")"
 		}
 	}
 	return "", ""
@@ -137,14 +138,14 @@ func CheckVersion(pkgType, version string) string {
 	switch pkgType {
 	case PackageNPM:
 		if _, err := npm.NewConstraints(v); err != nil {
-			return "not an npm version or range (got " + quote(version) + ")"
+			return "not an npm version or range (got " + strconv.Quote(version) + ")"
 		}
 	case PackagePyPI:
 		if _, err := pep440.Parse(v); err == nil {
 			return ""
 		}
 		if _, err := pep440.NewSpecifiers(v); err != nil {
-			return "not a PyPI version or version specifier such as \">=1.2,<2\" (got " + quote(version) + ")"
+			return "not a PyPI version or version specifier such as \">=1.2,<2\" (got " + strconv.Quote(version) + ")"
 		}
 	}
 	return ""
@@ -160,8 +161,6 @@ func runnersOf(pkgType string) []string {
 	slices.Sort(out)
 	return out
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 const packageDoc = "An npm or PyPI package the server runs instead of an image: the gateway builds an image of it once, on its runner's runtime image (docs/runtimes.md)."
 

@@ -208,7 +208,7 @@ func (d *decoder) token(s *section, base RateLimit) (Token, bool) {
 					copy(t.SHA256[:], b)
 				}
 			case "token_file":
-				tok, err := readSecretFile(v)
+				tok, err := ReadSecretFile(v)
 				tok = strings.TrimSpace(tok)
 				switch {
 				case err != nil:

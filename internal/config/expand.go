@@ -37,7 +37,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 			// Docker secrets convention: ${API_KEY} may come from the
 			// file named by API_KEY_FILE.
 			if path, isSet := lookup(name + "_FILE"); isSet && path != "" {
-				v, err := readSecretFile(path)
+				v, err := ReadSecretFile(path)
 				if err != nil {
 					return "", fmt.Errorf("environment variable %s_FILE: %w", name, err)
 				}

@@ -13,9 +13,9 @@ import (
 // not be read whole.
 const maxSecretFile = 1 << 20
 
-// readSecretFile reads a secret as Docker secrets mount it: the whole file,
+// ReadSecretFile reads a secret as Docker secrets mount it: the whole file,
 // trailing newline removed. The error names the file, never its content.
-func readSecretFile(path string) (string, error) {
+func ReadSecretFile(path string) (string, error) {
 	b, err := readBounded(path)
 	if err != nil {
 		return "", err

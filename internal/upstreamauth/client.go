@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -138,11 +137,10 @@ func readSecretFile(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(path)
+	s, err := config.ReadSecretFile(path)
 	if err != nil {
 		return "", fmt.Errorf("upstream_auth: client_secret_file: %w", err)
 	}
-	s := strings.TrimSpace(string(b))
 	if s == "" {
 		return "", fmt.Errorf("upstream_auth: client_secret_file %s is empty", path)
 	}

@@ -208,6 +208,15 @@ func (s *spaceJSON) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// resetHWM resets the peak RSS (VmHWM) of process pid to its RSS now
+// (proc(5), /proc/<pid>/clear_refs).
+func resetHWM(pid int) error {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset the peak RSS: %w", err)
+	}
+	return nil
+}
+
 // readStatusBytes reads a "kB" line of /proc/<pid>/status (VmRSS, VmHWM).
 func readStatusBytes(pid int, key string) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

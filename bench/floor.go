@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +18,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-hangar/hangar/internal/dockerrt"
 )
 
 // The protocol floor: a bare mcp-go streamable HTTP server with one
@@ -23,18 +28,58 @@ import (
 // -floor-server) so that its CPU per call can be read from /proc the same
 // way as the gateway's. Whatever the gateway spends per call beyond it is
 // the gateway's own.
+//
+// The same process is also the bare proxy: its tool add is the provider's
+// add, forwarded over stdio to a container of its own (the gateway's
+// container spec, the gateway's client code, no policy, audit, metrics or
+// anything else). That is the least a gateway can take for a call, measured
+// rather than added up: the floor's round trip plus the direct call leaves
+// out what chaining the two in one process costs.
 
-// floorTool is the floor server's one tool: it answers "ok".
+// floorTool is the floor server's trivial tool: it answers "ok".
 const floorTool = "noop"
 
+// proxyTool is the bare proxy's tool: the provider's add.
+const proxyTool = "add"
+
+// floorProxy is what the floor process needs to run the bare proxy's
+// provider (passed to it as JSON in -floor-proxy).
+type floorProxy struct {
+	Owner    string
+	Spec     dockerrt.Spec
+	Protocol string
+}
+
 // serveFloor runs the floor server on addr until stdin closes (the bench
-// holds the other end, so the server never outlives it).
-func serveFloor(addr string) error {
+// holds the other end, so the server never outlives it). With proxy it
+// first starts the bare proxy's provider, and removes it on the way out.
+func serveFloor(addr, proxy string) error {
 	s := server.NewMCPServer("floor", "1", server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool(floorTool, mcp.WithDescription("does nothing")),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("ok"), nil
 		})
+	if proxy != "" {
+		var fp floorProxy
+		if err := json.Unmarshal([]byte(proxy), &fp); err != nil {
+			return fmt.Errorf("-floor-proxy: %w", err)
+		}
+		docker, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			return err
+		}
+		defer docker.Close()
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		d, err := startDirect(context.Background(), docker, fp.Owner, fp.Spec, fp.Protocol, log)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		s.AddTool(mcp.NewTool(proxyTool, mcp.WithDescription("the provider's add")),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return d.Conn.CallTool(ctx, proxyTool, req.GetArguments(), nil)
+			})
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -58,13 +103,22 @@ type Floor struct {
 	stdin io.WriteCloser
 }
 
-// StartFloor runs the floor server as a child process.
-func StartFloor() (*Floor, error) {
+// StartFloor runs the floor server as a child process; with proxy, also
+// the bare proxy.
+func StartFloor(proxy *floorProxy) (*Floor, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-floor-server", "127.0.0.1:0")
+	args := []string{"-floor-server", "127.0.0.1:0"}
+	if proxy != nil {
+		js, err := json.Marshal(proxy)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-floor-proxy", string(js))
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -99,9 +153,23 @@ func (f *Floor) Stop() {
 	go func() { _ = f.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(25 * time.Second): // the bare proxy removes its container first
 		_ = f.cmd.Process.Kill()
 		<-done
+	}
+}
+
+// proxyAdd calls add on the bare proxy.
+func proxyAdd(c *Client) callFn {
+	return func(ctx context.Context, i int) error {
+		r, err := c.Call(ctx, proxyTool, map[string]any{"a": i, "b": 1})
+		if err != nil {
+			return err
+		}
+		if r.IsError {
+			return fmt.Errorf("bare proxy: add: %s", resultText(r))
+		}
+		return nil
 	}
 }
 

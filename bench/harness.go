@@ -518,14 +518,20 @@ type Direct struct {
 // StartDirect runs server id of cfg (a docker stdio server) the way the
 // gateway would, but under the bench's own owner label.
 func (b *Bench) StartDirect(ctx context.Context, owner string, srv *config.Server) (*Direct, error) {
-	rt := dockerrt.New(b.docker, owner, b.log)
-	c, err := rt.Run(ctx, backend.SpecFor(srv, ""))
+	return startDirect(ctx, b.docker, owner, backend.SpecFor(srv, ""), srv.Protocol, b.log)
+}
+
+// startDirect runs spec under owner and opens an MCP session on protocol
+// over its attach streams.
+func startDirect(ctx context.Context, docker *client.Client, owner string, spec dockerrt.Spec, protocol string, log *slog.Logger) (*Direct, error) {
+	rt := dockerrt.New(docker, owner, log)
+	c, err := rt.Run(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("direct container: %w", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := mcpconn.Connect(cctx, mcpconn.Stdio(c.Stdout, c.Stdin), srv.Protocol)
+	conn, err := mcpconn.Connect(cctx, mcpconn.Stdio(c.Stdout, c.Stdin), protocol)
 	if err != nil {
 		_ = c.Stop(context.Background())
 		return nil, fmt.Errorf("direct handshake: %w", err)

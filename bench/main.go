@@ -52,8 +52,9 @@ type options struct {
 
 func main() {
 	var o options
-	var only, floorAddr string
+	var only, floorAddr, floorProxy string
 	flag.StringVar(&floorAddr, "floor-server", "", "internal: serve the bare mcp-go floor server on this address (the bench runs itself so)")
+	flag.StringVar(&floorProxy, "floor-proxy", "", "internal: with -floor-server, also serve the bare proxy of this provider (JSON)")
 	flag.StringVar(&o.out, "out", "", "write the report here (e.g. BENCHMARKS.md); only a full, successful run writes it. The report always goes to stdout")
 	flag.StringVar(&o.bin, "hangar", "", "gateway binary under test (default bin/hangar, built into a temp dir when missing)")
 	flag.BoolVar(&o.quick, "quick", false, "about a quarter of the samples: a smoke run")
@@ -63,7 +64,7 @@ func main() {
 	flag.DurationVar(&o.budget, "budget", 15*time.Minute, "abort the suite (cleaning up) when it runs longer than this (figure 15 builds images)")
 	flag.Parse()
 	if floorAddr != "" {
-		if err := serveFloor(floorAddr); err != nil {
+		if err := serveFloor(floorAddr, floorProxy); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: floor server:", err)
 			os.Exit(1)
 		}
@@ -265,11 +266,14 @@ func (b *Bench) suite(ctx context.Context, o options, r *Report) {
 				fail(7, err)
 			}
 			if o.wants(1) {
-				if r.Warm, err = b.Warm(ctx, g.MCPURL, g.Config.Servers["math"], g.CPU); err != nil {
+				// The peak of a gateway with one provider under figure 1's
+				// 32 clients: the high-water mark is reset when they start,
+				// so what the one-client rounds before them did (and the
+				// /metrics reads between those rounds) is not counted.
+				resetPeak := func() error { return resetHWM(g.Pid()) }
+				if r.Warm, err = b.Warm(ctx, g.MCPURL, g.Config.Servers["math"], g.CPU, resetPeak); err != nil {
 					fail(1, err)
 				}
-				// The peak of a gateway with one provider that served
-				// figure 1's 32 clients.
 				if r.Mem.Peak32, err = readStatusBytes(g.Pid(), "VmHWM"); err != nil {
 					fail(7, err)
 				}
@@ -594,7 +598,7 @@ func (b *Bench) figure1InProcess(ctx context.Context) (*WarmResult, error) {
 		return nil, err
 	}
 	defer stop()
-	res, err := b.Warm(ctx, url, cfg.Servers["math"], nil)
+	res, err := b.Warm(ctx, url, cfg.Servers["math"], nil, nil)
 	if err != nil {
 		return nil, errors.Join(errors.New("in-process figure 1"), err)
 	}

@@ -197,7 +197,7 @@ func (b *Bench) loadReplicas(ctx context.Context, gws []*Gateway, perClient int)
 // propagation installs and uninstalls a remote server through r1 and
 // times until r2's mcp/list agrees.
 func (b *Bench) propagation(ctx context.Context, r1, r2 *Gateway) (Summary, error) {
-	floor, err := StartFloor()
+	floor, err := StartFloor(nil)
 	if err != nil {
 		return Summary{}, err
 	}

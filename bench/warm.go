@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-hangar/hangar/internal/backend"
 	"github.com/mcp-hangar/hangar/internal/config"
 )
 
@@ -31,6 +32,9 @@ type PathResult struct {
 	// (every process, all cores: /proc/stat), and ClientCPUPerCall the
 	// bench process's own (its clients).
 	MachineCPUPerCall, ClientCPUPerCall time.Duration
+	// Ops is what the gateway itself measured of the path's calls over
+	// its rounds (zero when the path has no gateway or it was not read).
+	Ops opTimes
 }
 
 // WarmResult is figure 1.
@@ -53,11 +57,19 @@ type WarmResult struct {
 	// Floor32 is the same floor server under the concurrent clients: the
 	// CPU a bare MCP server spends per trivial call at that load, below
 	// which no gateway (a server and a client in one) can get.
-	Floor32          PathResult
+	Floor32 PathResult
+	// Proxy1 and Proxy32 are the bare proxy (floor.go): the floor server
+	// forwarding add over stdio to a container of the same provider with
+	// the gateway's client code and nothing else, the least a gateway can
+	// take; its CPU is that server's.
+	Proxy1, Proxy32  PathResult
 	Clients          int
 	Protocol         string // negotiated between the bench client and the gateway
 	LegacyProtocol   string
 	ProviderProtocol string // negotiated on the direct stdio session
+	// OpsErr says why the gateway's own account (PathResult.Ops) is
+	// missing.
+	OpsErr string
 }
 
 // callFn makes one call; i numbers the calls of one worker.
@@ -112,6 +124,8 @@ type path struct {
 	// cpu reads the CPU time of the gateway the path goes through (nil:
 	// none to read).
 	cpu func() (time.Duration, error)
+	// ops reads that gateway's own totals of tools/call (nil: none).
+	ops func(context.Context) (opTimes, error)
 }
 
 // interleave measures paths in rounds whose order rotates, so that load
@@ -122,11 +136,19 @@ func interleave(ctx context.Context, rounds, perRound int, paths []path) ([]Path
 	cpu := make([]time.Duration, len(paths))
 	machine := make([]time.Duration, len(paths))
 	self := make([]time.Duration, len(paths))
+	ops := make([]opTimes, len(paths))
 	machineOK := true
 	for r := range rounds {
 		for k := range paths {
 			k = (k + r) % len(paths)
 			p := paths[k]
+			var o0 opTimes
+			if p.ops != nil {
+				var err error
+				if o0, err = p.ops(ctx); err != nil {
+					return nil, err
+				}
+			}
 			var c0 time.Duration
 			if p.cpu != nil {
 				c0, _ = p.cpu()
@@ -147,6 +169,13 @@ func interleave(ctx context.Context, rounds, perRound int, paths []path) ([]Path
 					cpu[k] += c1 - c0
 				}
 			}
+			if p.ops != nil {
+				o1, err := p.ops(ctx)
+				if err != nil {
+					return nil, err
+				}
+				ops[k] = ops[k].add(o1.sub(o0))
+			}
 			lat[k] = append(lat[k], l...)
 			wall[k] += w
 		}
@@ -161,6 +190,7 @@ func interleave(ctx context.Context, rounds, perRound int, paths []path) ([]Path
 		if paths[k].cpu != nil {
 			out[k].CPUPerCall = cpu[k] / n
 		}
+		out[k].Ops = ops[k]
 		if machineOK {
 			out[k].MachineCPUPerCall, out[k].ClientCPUPerCall = machine[k]/n, self[k]/n
 		}
@@ -264,7 +294,10 @@ func gatewayTool(c *Client, name string) callFn {
 // Warm measures figure 1 against the gateway at mcpURL, whose server srv
 // (a math provider) is warmed first; the direct container is built from
 // the same srv. cpu, if not nil, reads the gateway process's CPU time.
-func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu func() (time.Duration, error)) (*WarmResult, error) {
+//
+// beforeLoad, if not nil, runs right before the concurrent clients start
+// (figure 7 takes the gateway's peak RSS under them from there).
+func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu func() (time.Duration, error), beforeLoad func() error) (*WarmResult, error) {
 	const clients = 32
 	seqCalls := b.n(2000, 200)
 	perClient := b.n(200, 40)
@@ -296,7 +329,7 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 		return nil, err
 	}
 	defer stopRaw()
-	floor, err := StartFloor()
+	floor, err := StartFloor(&floorProxy{Owner: b.Owner("proxy"), Spec: backend.SpecFor(srv, ""), Protocol: srv.Protocol})
 	if err != nil {
 		return nil, err
 	}
@@ -330,22 +363,33 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	dw := make([]callFn, clients)
 	fd := make([]callFn, clients)
 	fl := make([]callFn, clients)
+	px := make([]callFn, clients)
 	for i, c := range clis {
 		gw[i] = gatewayAdd(c, srv.ID)
 		dw[i] = directAdd(d)
 		fd[i] = frontDoorAdd(c, srv.ID+"__add")
 		fl[i] = floorCall(floorClis[i])
+		px[i] = proxyAdd(floorClis[i])
+	}
+	// The gateway's own account of a lone call's time, from its /metrics.
+	ops, err := gatewayOps(mcpURL)
+	if err == nil {
+		_, err = ops(ctx)
+	}
+	if err != nil {
+		res.OpsErr, ops = err.Error(), nil
 	}
 	one := []path{
-		{workers: gw[:1], cpu: cpu},
+		{workers: gw[:1], cpu: cpu, ops: ops},
 		{workers: dw[:1]},
 		{workers: []callFn{rawHTTPCall(rawURL)}},
-		{workers: []callFn{gatewayTool(clis[0], "hangar_health")}, cpu: cpu},
-		{workers: []callFn{gatewayAdd(legacy, srv.ID)}, cpu: cpu},
+		{workers: []callFn{gatewayTool(clis[0], "hangar_health")}, cpu: cpu, ops: ops},
+		{workers: []callFn{gatewayAdd(legacy, srv.ID)}, cpu: cpu, ops: ops},
 		{workers: []callFn{floorCall(floorClient)}, cpu: floor.CPU},
-		{workers: []callFn{frontDoor}, cpu: cpu},
+		{workers: []callFn{frontDoor}, cpu: cpu, ops: ops},
+		{workers: px[:1], cpu: floor.CPU},
 	}
-	many := []path{{workers: gw, cpu: cpu}, {workers: dw}, {workers: fd, cpu: cpu}, {workers: fl, cpu: floor.CPU}}
+	many := []path{{workers: gw, cpu: cpu}, {workers: dw}, {workers: fd, cpu: cpu}, {workers: fl, cpu: floor.CPU}, {workers: px, cpu: floor.CPU}}
 
 	// Warm-up: connections, the gateway's and the provider's first
 	// allocations, the CPU caches of all four processes.
@@ -363,12 +407,17 @@ func (b *Bench) Warm(ctx context.Context, mcpURL string, srv *config.Server, cpu
 	if err != nil {
 		return nil, err
 	}
-	res.Gateway1, res.Direct1, res.RawHTTP1, res.Health1, res.Legacy1, res.Floor1, res.FrontDoor1 = r1[0], r1[1], r1[2], r1[3], r1[4], r1[5], r1[6]
+	res.Gateway1, res.Direct1, res.RawHTTP1, res.Health1, res.Legacy1, res.Floor1, res.FrontDoor1, res.Proxy1 = r1[0], r1[1], r1[2], r1[3], r1[4], r1[5], r1[6], r1[7]
 	b.log.Info("figure 1: concurrent clients", "clients", clients, "calls per client", perClient)
+	if beforeLoad != nil {
+		if err := beforeLoad(); err != nil {
+			return nil, err
+		}
+	}
 	r32, err := interleave(ctx, 4, perClient/4, many)
 	if err != nil {
 		return nil, err
 	}
-	res.Gateway32, res.Direct32, res.FrontDoor32, res.Floor32 = r32[0], r32[1], r32[2], r32[3]
+	res.Gateway32, res.Direct32, res.FrontDoor32, res.Floor32, res.Proxy32 = r32[0], r32[1], r32[2], r32[3], r32[4]
 	return res, nil
 }

@@ -243,10 +243,12 @@ func splitList(s string) []string {
 // per message, so Go's default (GOGC=100) collects every few hundred calls
 // and costs about a quarter of a call's CPU. A larger GOGC collects less
 // often, and the heap grows to (1 + GOGC/100) times what is live before
-// it does: 400 let a gateway with one provider under 32 clients peak at
-// 51 MiB RSS, 300 at 47 MiB (issue 38's bound is 50 MiB), for no CPU per
-// call a benchmark could tell apart (BenchmarkFrontDoorCallHTTP, GOGC 300
-// against 400, in turns). The soft memory limit makes the collector work
+// it does. Under 32 clients a gateway with one provider peaks at about
+// 30 MiB of heap and 20-27 MiB of its binary's pages (RssAnon, RssFile):
+// with 300 its RSS peaked at 51-56 MiB over six runs of `make bench`
+// figure 1 (issue 38's bound is 50 MiB), with 250 at 48.5-49.2 MiB, with
+// 200 at 47.2-47.5 MiB, for about 5% more CPU per call at that load than
+// 300 (by callable name 167-170 µs against 156-161 µs). The soft memory limit makes the collector work
 // harder as the heap nears it, which keeps a huge provider answer as
 // bounded as before: 100 MiB holds a 60 MiB answer's peak RSS near 135 MB
 // (128 MiB let it reach 167 MB, binary pages included), and is still five
@@ -254,7 +256,7 @@ func splitList(s string) []string {
 // sessions (about 20 MB each), so the limit never drives the collector in
 // steady state. GOGC and GOMEMLIMIT in the environment win.
 const (
-	gcPercent     = 300
+	gcPercent     = 200
 	gcMemoryLimit = 100 << 20
 )
 

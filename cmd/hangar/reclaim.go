@@ -45,8 +45,8 @@ const (
 	// it allocates tens of kB.
 	reclaimQuiet = 256 << 10
 	// reclaimWorth is how much must have been allocated since the last
-	// return for another to be worth a forced collection: with GOGC=300
-	// even a small gateway's heap grows to 12 MiB before it is first
+	// return for another to be worth a forced collection: with GOGC=200
+	// even a small gateway's heap grows to 8 MiB before it is first
 	// collected (the runtime's 4 MiB minimum, scaled), and collecting a
 	// small heap costs a few ms of CPU.
 	reclaimWorth = 4 << 20

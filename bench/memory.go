@@ -13,8 +13,8 @@ import (
 // MemoryResult is figure 7.
 type MemoryResult struct {
 	Idle1 int64 // one provider configured, cold, no client
-	// Peak32 is the peak RSS (VmHWM) of that gateway once figure 1's 32
-	// clients have called it.
+	// Peak32 is the peak RSS (VmHWM) of that gateway under figure 1's 32
+	// clients (reset when they start).
 	Peak32  int64
 	Idle100 int64 // 100 providers configured, cold, no load
 	// Idle100File is the file-backed part of Idle100 (RssFile).

@@ -701,7 +701,7 @@ func (r *Report) figure7(b *strings.Builder) {
 	t := &table{head: []string{"State", "RSS (median)", "RSS (max)", "Baseline", "Ratio", "Target"}}
 	t.add("Idle, 1 provider configured (cold)", mb(m.Idle1), "—", "—", "—",
 		fmt.Sprintf("≤ %s: %s", formatMiB(targetIdle1), verdict(m.Idle1 > 0 && m.Idle1 <= targetIdle1)))
-	t.add("1 provider, after figure 1's 32 clients (peak, VmHWM)", "—", mb(m.Peak32), "idle, 1 provider", ratio(m.Peak32),
+	t.add("1 provider, under figure 1's 32 clients (peak: VmHWM, reset when they start)", "—", mb(m.Peak32), "idle, 1 provider", ratio(m.Peak32),
 		fmt.Sprintf("≤ %s: %s", formatMiB(targetPeak32), verdict(m.Peak32 > 0 && m.Peak32 <= targetPeak32)))
 	t.add("Idle, 100 providers configured (cold)", mb(m.Idle100), "—", "idle, 1 provider", ratio(m.Idle100),
 		fmt.Sprintf("< 35 MB: %s", verdict(m.Idle100 > 0 && m.Idle100 < targetRSS100)))

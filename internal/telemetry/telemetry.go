@@ -98,7 +98,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	topts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(spans), sdktrace.WithResource(res)}
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(newEnvBatcher(spans)), sdktrace.WithResource(res)}
 	if s := Sampler(o.Config); s != nil {
 		// Without it the SDK reads OTEL_TRACES_SAMPLER(_ARG) itself.
 		topts = append(topts, sdktrace.WithSampler(s))

@@ -464,7 +464,7 @@ func (r *Report) figure1(b *strings.Builder) {
 		if w.Proxy1.Lat.P50 > 0 {
 			sum := w.Floor1.Lat.P50 + w.Direct1.Lat.P50
 			fmt.Fprintf(b, "The least a call through any MCP gateway over streamable HTTP can take with these clients is the bare proxy's: %s, %s the direct call. "+
-				"That is %s more than the floor's round trip plus the direct call (%s), the sum the targets used before this run's figures: a server makes the same hop to the provider more slowly than an idle client does (below). "+
+				"That is %s more than the floor's round trip plus the direct call (%s), the sum the targets used until issue 38's last round: a server makes the same hop to the provider more slowly than an idle client does (below). "+
 				"hangar_call takes %s the least, a call by callable name %s.\n\n",
 				FormatDuration(w.Proxy1.Lat.P50), FormatRatio(Ratio(w.Proxy1.Lat.P50, w.Direct1.Lat.P50)),
 				FormatDuration(max(w.Proxy1.Lat.P50-sum, 0)), FormatDuration(sum),
@@ -521,7 +521,7 @@ func figure1Account(b *strings.Builder, w *WarmResult) {
 	n := time.Duration(fd.Ops.ServedN)
 	served, sent := fd.Ops.Served/n, fd.Ops.Sent/n
 	fmt.Fprintf(b, "\nBy the means, a call by callable name takes %s at the client; the gateway holds it %s, of which %s is the hop to the provider and %s its own work (a trivial tool: %s). "+
-		"The hop, timed inside the gateway, takes %s more than the same hop from the bench with the same client code and container spec (%s): the provider takes as long in both (its read-to-write time under strace is the same), so the difference is in waking for the answer in a process that has just served an HTTP request, which the bare proxy pays as well: it takes %s against the floor's round trip plus the direct call, %s.\n\n",
+		"The hop, timed inside the gateway, takes %s more than the same hop from the bench with the same client code and container spec (%s): the provider takes as long in both (its own read-to-write time, traced by hand with strace outside this run, was the same for both), so the difference is in waking for the answer in a process that has just served an HTTP request, which the bare proxy pays as well: it takes %s against the floor's round trip plus the direct call, %s.\n\n",
 		FormatDuration(fd.Lat.Mean), FormatDuration(served), FormatDuration(sent), FormatDuration(max(served-sent, 0)), FormatDuration(healthServed(w.Health1)),
 		FormatDuration(sent-w.Direct1.Lat.Mean), FormatDuration(w.Direct1.Lat.Mean),
 		FormatDuration(w.Proxy1.Lat.Mean), FormatDuration(w.Floor1.Lat.Mean+w.Direct1.Lat.Mean))

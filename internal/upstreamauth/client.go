@@ -23,10 +23,11 @@ const (
 	clientDCR        = "dcr"        // registered dynamically (RFC 7591)
 )
 
-// clientInfo is the gateway as a client of one authorization server.
+// clientInfo is the gateway as a client of one authorization server. Its
+// secret, when it has one, is read when a token request needs it
+// (secretOf), never kept here.
 type clientInfo struct {
 	ID        string
-	Secret    string
 	AuthStyle oauth2.AuthStyle
 	Kind      string
 }
@@ -55,7 +56,7 @@ func (m *Manager) client(ctx context.Context, spec *config.Server, d *discovered
 		if secret == "" {
 			style = oauth2.AuthStyleInParams
 		}
-		return clientInfo{ID: ua.ClientID, Secret: secret, AuthStyle: style, Kind: clientConfigured}, nil
+		return clientInfo{ID: ua.ClientID, AuthStyle: style, Kind: clientConfigured}, nil
 	}
 	redirect, err := m.redirectURI()
 	if err != nil {
@@ -72,7 +73,7 @@ func (m *Manager) client(ctx context.Context, spec *config.Server, d *discovered
 	var reg registration
 	err = m.getSealed(ctx, ref, &reg)
 	if err == nil && reg.RedirectURI == redirect && reg.ClientID != "" {
-		return clientInfo{ID: reg.ClientID, Secret: reg.Secret, AuthStyle: reg.AuthStyle, Kind: clientDCR}, nil
+		return clientInfo{ID: reg.ClientID, AuthStyle: reg.AuthStyle, Kind: clientDCR}, nil
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		m.o.Log.Warn("upstream_auth: stored client registration unreadable, registering again", "mcp_server", spec.ID, "error", err)
@@ -93,7 +94,7 @@ func (m *Manager) client(ctx context.Context, spec *config.Server, d *discovered
 		return clientInfo{}, fmt.Errorf("upstream_auth: keep the client registration: %w", err)
 	}
 	m.o.Log.Info("upstream_auth: registered with the authorization server", "mcp_server", spec.ID, "issuer", d.meta.Issuer)
-	return clientInfo{ID: reg.ClientID, Secret: reg.Secret, AuthStyle: reg.AuthStyle, Kind: clientDCR}, nil
+	return clientInfo{ID: reg.ClientID, AuthStyle: reg.AuthStyle, Kind: clientDCR}, nil
 }
 
 // secretOf is the client secret a stored token's refresh needs.

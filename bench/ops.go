@@ -31,6 +31,16 @@ func (a opTimes) add(b opTimes) opTimes {
 	return opTimes{Served: a.Served + b.Served, Sent: a.Sent + b.Sent, ServedN: a.ServedN + b.ServedN, SentN: a.SentN + b.SentN}
 }
 
+// means are the mean time per served call in the gateway and, of it, on
+// the hop to a provider (a call that sends none counts as 0).
+func (a opTimes) means() (served, sent time.Duration) {
+	if a.ServedN == 0 {
+		return 0, 0
+	}
+	n := time.Duration(a.ServedN)
+	return a.Served / n, a.Sent / n
+}
+
 // gatewayOps returns a reader of opTimes from the /metrics of the gateway
 // that serves MCP at mcpURL.
 func gatewayOps(mcpURL string) (func(context.Context) (opTimes, error), error) {

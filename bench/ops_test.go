@@ -48,6 +48,9 @@ mcp_client_operation_duration_seconds_count{error_type="",mcp_method_name="tools
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
+	if served, sent := got.means(); served != 600*time.Microsecond || sent != 300*time.Microsecond {
+		t.Errorf("means: %v served, %v sent per call; want 600µs and 300µs", served, sent)
+	}
 	if d := got.sub(opTimes{Served: time.Millisecond, ServedN: 1}); d.Served != 2*time.Millisecond || d.ServedN != 4 || d.SentN != 3 {
 		t.Errorf("sub: %+v", d)
 	}

@@ -500,8 +500,7 @@ func figure1Account(b *strings.Builder, w *WarmResult) {
 		if o.ServedN == 0 {
 			return
 		}
-		n := time.Duration(o.ServedN)
-		served, sent := o.Served/n, o.Sent/n
+		served, sent := o.means()
 		hop := "—"
 		if o.SentN > 0 {
 			hop = FormatDuration(sent)
@@ -518,21 +517,13 @@ func figure1Account(b *strings.Builder, w *WarmResult) {
 		t.add("Bare proxy, add", FormatDuration(w.Proxy1.Lat.Mean), "—", "—", "—", "—")
 	}
 	b.WriteString(t.String())
-	n := time.Duration(fd.Ops.ServedN)
-	served, sent := fd.Ops.Served/n, fd.Ops.Sent/n
+	served, sent := fd.Ops.means()
+	healthServed, _ := w.Health1.Ops.means()
 	fmt.Fprintf(b, "\nBy the means, a call by callable name takes %s at the client; the gateway holds it %s, of which %s is the hop to the provider and %s its own work (a trivial tool: %s). "+
 		"The hop, timed inside the gateway, takes %s more than the same hop from the bench with the same client code and container spec (%s): the provider takes as long in both (its own read-to-write time, traced by hand with strace outside this run, was the same for both), so the difference is in waking for the answer in a process that has just served an HTTP request, which the bare proxy pays as well: it takes %s against the floor's round trip plus the direct call, %s.\n\n",
-		FormatDuration(fd.Lat.Mean), FormatDuration(served), FormatDuration(sent), FormatDuration(max(served-sent, 0)), FormatDuration(healthServed(w.Health1)),
+		FormatDuration(fd.Lat.Mean), FormatDuration(served), FormatDuration(sent), FormatDuration(max(served-sent, 0)), FormatDuration(healthServed),
 		FormatDuration(sent-w.Direct1.Lat.Mean), FormatDuration(w.Direct1.Lat.Mean),
 		FormatDuration(w.Proxy1.Lat.Mean), FormatDuration(w.Floor1.Lat.Mean+w.Direct1.Lat.Mean))
-}
-
-// healthServed is the gateway's mean time in a hangar_health call.
-func healthServed(p PathResult) time.Duration {
-	if p.Ops.ServedN == 0 {
-		return 0
-	}
-	return p.Ops.Served / time.Duration(p.Ops.ServedN)
 }
 
 func (r *Report) figure2(b *strings.Builder) {

@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,14 +183,7 @@ func checkStore(ctx context.Context, pgURL string, led *ledger) storeCheck {
 	return c
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // waitPG waits until PostgreSQL accepts a connection and a query.
 func waitPG(ctx context.Context, url string, within time.Duration) error {

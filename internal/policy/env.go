@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -62,14 +63,7 @@ var vars = map[string]map[string]*types.Type{
 }
 
 // VarNames lists the variables, sorted (docs and tests).
-func VarNames() []string {
-	out := make([]string, 0, len(vars))
-	for v := range vars {
-		out = append(out, v)
-	}
-	slices.Sort(out)
-	return out
-}
+func VarNames() []string { return slices.Sorted(maps.Keys(vars)) }
 
 // provider declares the variables' types to the checker. Values are Go
 // maps at run time: the checker knows the fields, and the interpreter

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -27,14 +28,13 @@ type batcher struct {
 
 	mu      sync.Mutex
 	queue   []sdktrace.ReadOnlySpan
-	dropped uint64
+	dropped int // since the last export, which reports them
 	stopped bool
 
-	full   chan struct{} // a full batch waits; buffered 1
-	flush  chan chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
-	export sync.Mutex // one export at a time
+	full  chan struct{} // a full batch waits; buffered 1
+	flush chan chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // batchOptions are the OTEL_BSP_* settings, with the SDK's defaults.
@@ -130,12 +130,16 @@ func (b *batcher) run() {
 	}
 }
 
-// exportQueued exports what is queued, a batch at a time.
+// exportQueued exports what is queued, a batch at a time, and reports
+// the spans dropped since the last export. Only run calls it, and
+// Shutdown once run has returned: exports never overlap.
 func (b *batcher) exportQueued(ctx context.Context) {
-	b.export.Lock()
-	defer b.export.Unlock()
 	for {
 		b.mu.Lock()
+		if b.dropped > 0 {
+			otel.Handle(fmt.Errorf("telemetry: %d spans dropped: the span queue was full (OTEL_BSP_MAX_QUEUE_SIZE, %d)", b.dropped, b.o.maxQueue))
+			b.dropped = 0
+		}
 		n := min(len(b.queue), b.o.maxExport)
 		if n == 0 {
 			b.mu.Unlock()

@@ -2,10 +2,12 @@ package telemetry
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -16,6 +18,7 @@ type recorder struct {
 	names    []string
 	shutdown bool
 	got      chan struct{} // a batch came; buffered
+	hold     chan struct{} // when set, an export returns once it is closed
 }
 
 func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 64)} }
@@ -28,6 +31,9 @@ func (r *recorder) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 	}
 	r.mu.Unlock()
 	r.got <- struct{}{}
+	if r.hold != nil {
+		<-r.hold
+	}
 	return nil
 }
 
@@ -103,32 +109,48 @@ func TestBatcherExportsOnItsSchedule(t *testing.T) {
 	}
 }
 
-func TestBatcherDropsBeyondItsQueue(t *testing.T) {
+func TestBatcherDropsBeyondItsQueueAndSaysSo(t *testing.T) {
+	var reported []string
+	var mu sync.Mutex
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		reported = append(reported, err.Error())
+		mu.Unlock()
+	}))
+	defer otel.SetErrorHandler(prev)
+
 	rec := newRecorder()
+	rec.hold = make(chan struct{})
 	b := newBatcher(rec, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 2, maxExport: 2})
-	// Hold the export so the queue cannot drain while spans end.
-	b.export.Lock()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
-	ended(tp, "a", "b", "c", "d")
-	b.mu.Lock()
-	queued, dropped := len(b.queue), b.dropped
-	b.mu.Unlock()
-	b.export.Unlock()
-	if queued != 2 || dropped != 2 {
-		t.Errorf("queue of 2, 4 spans: %d queued, %d dropped; want 2 and 2", queued, dropped)
+	ended(tp, "a", "b") // a full batch: its export starts and is held
+	select {
+	case <-rec.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a full batch was not exported")
 	}
+	ended(tp, "c", "d", "e", "f") // c and d fill the queue again; e and f do not fit
+	close(rec.hold)
 	if err := tp.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, names, _ := rec.state(); len(names) != 2 || names[0] != "a" || names[1] != "b" {
-		t.Errorf("exported %v, want [a b]", names)
+	if _, names, _ := rec.state(); strings.Join(names, " ") != "a b c d" {
+		t.Errorf("exported %v, want [a b c d]", names)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 1 || !strings.Contains(reported[0], "2 spans dropped") {
+		t.Errorf("reported %q, want one report of 2 spans dropped", reported)
 	}
 }
 
 func TestBatcherSkipsUnsampledSpans(t *testing.T) {
 	rec := newRecorder()
 	b := newBatcher(rec, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 10, maxExport: 10})
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b), sdktrace.WithSampler(sdktrace.NeverSample()))
+	// Recorded but not sampled: the SDK hands such a span to processors
+	// (a never-sampled one it does not), and it must not be exported.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b), sdktrace.WithSampler(recordOnly{}))
 	ended(tp, "a")
 	if err := tp.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
@@ -161,3 +183,12 @@ func TestBspOptions(t *testing.T) {
 		})
 	}
 }
+
+// recordOnly records every span and samples none.
+type recordOnly struct{}
+
+func (recordOnly) ShouldSample(sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+}
+
+func (recordOnly) Description() string { return "RecordOnly" }

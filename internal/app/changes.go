@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -199,6 +200,12 @@ type replicatedLoader struct {
 	// waiters are closed when a sync that began after they were added
 	// has ended (AwaitServer).
 	waiters []chan struct{}
+	// seq counts the local loads and unloads; touched holds, per registry
+	// name, the count at its last one. A sync leaves alone a name touched
+	// after it began reading the store: what it read of that name is
+	// older than what runs here, and the touch kicks another sync.
+	seq     uint64
+	touched map[string]uint64
 }
 
 // awaitLimit bounds how long a call naming a server this replica does not
@@ -206,7 +213,8 @@ type replicatedLoader struct {
 const awaitLimit = 30 * time.Second
 
 func newReplicatedLoader(inner gateway.HotLoader, st store.Hotloads, log *slog.Logger) *replicatedLoader {
-	return &replicatedLoader{HotLoader: inner, store: st, log: log, kick: make(chan struct{}, 1), params: map[string]store.Hotload{}}
+	return &replicatedLoader{HotLoader: inner, store: st, log: log, kick: make(chan struct{}, 1),
+		params: map[string]store.Hotload{}, touched: map[string]uint64{}}
 }
 
 func (l *replicatedLoader) Load(ctx context.Context, progress call.Progress, name string, forceUnverified bool, allow, deny []string) gateway.LoadResult {
@@ -226,9 +234,16 @@ func (l *replicatedLoader) Load(ctx context.Context, progress call.Progress, nam
 	}
 	l.mu.Lock()
 	l.params[h.Name] = h
+	l.touch(h.Name)
 	l.mu.Unlock()
 	l.Kick()
 	return res
+}
+
+// touch records a local load or unload of name; l.mu is held.
+func (l *replicatedLoader) touch(name string) {
+	l.seq++
+	l.touched[name] = l.seq
 }
 
 func (l *replicatedLoader) Unload(ctx context.Context, id string) gateway.UnloadResult {
@@ -240,6 +255,7 @@ func (l *replicatedLoader) Unload(ctx context.Context, id string) gateway.Unload
 		}
 		l.mu.Lock()
 		delete(l.params, name)
+		l.touch(name)
 		l.mu.Unlock()
 	}
 	res := l.HotLoader.Unload(ctx, id)
@@ -320,13 +336,29 @@ func (l *replicatedLoader) AwaitServer(ctx context.Context, id string) bool {
 
 // sync brings what is hot-loaded here in line with what is stored: loads
 // what is stored and not run here (or run with other parameters), unloads
-// what this replica stored or synced and is no longer stored.
+// what this replica stored or synced and is no longer stored. A name
+// loaded or unloaded here since the store was read is left to the next
+// sync.
 func (l *replicatedLoader) sync(ctx context.Context) {
+	l.mu.Lock()
+	began := l.seq
+	l.mu.Unlock()
 	want, err := l.store.Hotloads(ctx)
 	if err != nil {
 		l.log.Warn("stored hot-loads not read; this replica's may differ until the next change", "error", err)
 		return
 	}
+	// fresh: nothing was loaded or unloaded here under name since the read.
+	fresh := func(name string) bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.touched[name] <= began
+	}
+	defer func() {
+		l.mu.Lock()
+		maps.DeleteFunc(l.touched, func(_ string, at uint64) bool { return at <= began })
+		l.mu.Unlock()
+	}()
 	have := map[string]string{} // name → ID
 	for _, s := range l.HotLoader.Runtime() {
 		have[s.Name] = s.ID
@@ -338,7 +370,7 @@ func (l *replicatedLoader) sync(ctx context.Context) {
 		p, known := l.params[h.Name]
 		l.mu.Unlock()
 		id, running := have[h.Name]
-		if running && known && sameLoad(p, h) {
+		if (running && known && sameLoad(p, h)) || !fresh(h.Name) {
 			continue
 		}
 		if running && known {
@@ -357,6 +389,9 @@ func (l *replicatedLoader) sync(ctx context.Context) {
 		l.log.Info("hot-loaded: stored by another replica", "name", h.Name, "mcp_server", res.MCPServer)
 	}
 	for name, id := range have {
+		if !fresh(name) {
+			continue
+		}
 		l.mu.Lock()
 		_, known := l.params[name]
 		if !stored[name] && known {

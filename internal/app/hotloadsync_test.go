@@ -57,71 +57,67 @@ func (m *memLoader) names() []string {
 	return slices.Sorted(maps.Keys(m.running))
 }
 
-// memHotloads is the shared store's hot-loads; afterRead, when set, runs
-// once a read has taken its rows and before it returns them.
-type memHotloads struct {
+// pausingHotloads is a store whose next read, once armed by pauseReads,
+// waits after taking its rows until released.
+type pausingHotloads struct {
+	*store.SQLite
 	mu        sync.Mutex
-	rows      map[string]store.Hotload
 	afterRead func()
 }
 
-func (s *memHotloads) Hotloads(context.Context) ([]store.Hotload, error) {
+func (s *pausingHotloads) Hotloads(ctx context.Context) ([]store.Hotload, error) {
+	rows, err := s.SQLite.Hotloads(ctx)
 	s.mu.Lock()
-	var out []store.Hotload
-	for _, name := range slices.Sorted(maps.Keys(s.rows)) {
-		out = append(out, s.rows[name])
-	}
 	hook := s.afterRead
+	s.afterRead = nil
 	s.mu.Unlock()
 	if hook != nil {
 		hook()
 	}
-	return out, nil
-}
-
-func (s *memHotloads) PutHotload(_ context.Context, h store.Hotload) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rows[h.Name] = h
-	return nil
-}
-
-func (s *memHotloads) DeleteHotload(_ context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.rows, name)
-	return nil
-}
-
-func (s *memHotloads) ClearHotloads(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.rows)
-	return nil
+	return rows, err
 }
 
 // pauseReads makes the store's next read wait, once it has its rows, until
 // the returned release is called; read is closed when it waits.
-func (s *memHotloads) pauseReads() (read <-chan struct{}, release func()) {
+func (s *pausingHotloads) pauseReads() (read <-chan struct{}, release func()) {
 	r, g := make(chan struct{}), make(chan struct{})
-	var once sync.Once
 	s.mu.Lock()
-	s.afterRead = func() {
-		once.Do(func() { close(r); <-g })
-	}
+	s.afterRead = func() { close(r); <-g }
 	s.mu.Unlock()
 	return r, func() { close(g) }
 }
 
-func newMemReplica() (*replicatedLoader, *memLoader, *memHotloads) {
+// newMemReplica is a replica's hot-loader that runs nothing, over a store
+// of its own.
+func newMemReplica(t *testing.T) (*replicatedLoader, *memLoader, *pausingHotloads) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := store.OpenDir(t.TempDir(), store.Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
 	inner := &memLoader{running: map[string]string{}}
-	st := &memHotloads{rows: map[string]store.Hotload{}}
-	return newReplicatedLoader(inner, st, slog.New(slog.NewTextHandler(io.Discard, nil))), inner, st
+	st := &pausingHotloads{SQLite: db}
+	return newReplicatedLoader(inner, st, log), inner, st
+}
+
+// stored are the names of the stored hot-loads.
+func stored(t *testing.T, st store.Hotloads) []string {
+	t.Helper()
+	rows, err := st.Hotloads(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range rows {
+		names = append(names, h.Name)
+	}
+	return names
 }
 
 // syncAround runs a sync of l and, while it waits between reading the
 // store and acting on what it read, runs local.
-func syncAround(l *replicatedLoader, st *memHotloads, local func()) {
+func syncAround(l *replicatedLoader, st *pausingHotloads, local func()) {
 	read, release := st.pauseReads()
 	done := make(chan struct{})
 	go func() { l.sync(context.Background()); close(done) }()
@@ -135,8 +131,10 @@ func syncAround(l *replicatedLoader, st *memHotloads, local func()) {
 // sync read the store (without it) stays loaded; the soak saw such a sync
 // unload it under a call that followed the load.
 func TestHotloadSyncKeepsALoadMadeDuringIt(t *testing.T) {
-	l, inner, st := newMemReplica()
-	st.rows["other"] = store.Hotload{Name: "other"} // stored by another replica
+	l, inner, st := newMemReplica(t)
+	if err := st.PutHotload(context.Background(), store.Hotload{Name: "other"}); err != nil { // by another replica
+		t.Fatal(err)
+	}
 	syncAround(l, st, func() {
 		if res := l.Load(context.Background(), call.Progress{}, "mine", false, nil, nil); res.Status != registry.StatusLoaded {
 			t.Fatalf("load: %+v", res)
@@ -154,7 +152,7 @@ func TestHotloadSyncKeepsALoadMadeDuringIt(t *testing.T) {
 // TestHotloadSyncDoesNotRestoreAnUnloadMadeDuringIt: a server unloaded
 // here after a sync read the store (with it) is not loaded again.
 func TestHotloadSyncDoesNotRestoreAnUnloadMadeDuringIt(t *testing.T) {
-	l, inner, st := newMemReplica()
+	l, inner, st := newMemReplica(t)
 	if res := l.Load(context.Background(), call.Progress{}, "mine", false, nil, nil); res.Status != registry.StatusLoaded {
 		t.Fatalf("load: %+v", res)
 	}
@@ -166,8 +164,8 @@ func TestHotloadSyncDoesNotRestoreAnUnloadMadeDuringIt(t *testing.T) {
 	if got := inner.names(); len(got) != 0 {
 		t.Fatalf("running after the sync: %v, want none", got)
 	}
-	if len(st.rows) != 0 {
-		t.Fatalf("stored: %v, want none", st.rows)
+	if got := stored(t, st); len(got) != 0 {
+		t.Fatalf("stored: %v, want none", got)
 	}
 }
 
@@ -175,10 +173,12 @@ func TestHotloadSyncDoesNotRestoreAnUnloadMadeDuringIt(t *testing.T) {
 // name only for the sync that raced with it; the next one applies an
 // unload made elsewhere.
 func TestHotloadSyncUnloadsWhatAnotherReplicaUnloaded(t *testing.T) {
-	l, inner, st := newMemReplica()
+	l, inner, st := newMemReplica(t)
 	l.Load(context.Background(), call.Progress{}, "mine", false, nil, nil)
 	l.sync(context.Background())
-	st.DeleteHotload(context.Background(), "mine") // another replica unloaded it
+	if err := st.DeleteHotload(context.Background(), "mine"); err != nil { // another replica unloaded it
+		t.Fatal(err)
+	}
 	l.sync(context.Background())
 	if got := inner.names(); len(got) != 0 {
 		t.Fatalf("running: %v, want none (unloaded by another replica)", got)

@@ -34,7 +34,8 @@ func Machine() string {
 		host, runtime.NumCPU(), cpu, mem, strings.TrimSpace(string(kernel)), strings.TrimSpace(string(engine)), runtime.Version())
 }
 
-// Commit is the checked-out commit, "+dirty" when the tree has changes.
+// Commit is the checked-out commit, with " (+ uncommitted changes)" when
+// tracked files differ from it.
 func Commit() string {
 	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {

@@ -63,7 +63,7 @@ func (p *Provider) CheckHealth(ctx context.Context) bool {
 		q = p.vetTools(cctx, tools)
 	}
 	cancel()
-	p.opts.Events.HealthChecked(p.id, err)
+	p.events().HealthChecked(p.id, err)
 
 	now = p.opts.Now()
 	var retire *instance

@@ -226,6 +226,42 @@ func TestRecorderSeesCallsAndManagerEvents(t *testing.T) {
 	}
 }
 
+// TestRemovedProviderReportsNothing: a provider the manager removed
+// reports nothing more, its stop included; the metrics, which drop a
+// removed provider's series, would make them again (the soak found a
+// "cold" state series for every server it had unloaded).
+func TestRemovedProviderReportsNothing(t *testing.T) {
+	t.Parallel()
+	l := newFakeLauncher("echo")
+	rec := newRecorder(t)
+	m := provider.NewManager(l, provider.Options{Events: rec})
+	p := m.Add(spec("a"))
+	if _, err := p.Call(t.Context(), nil, "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	before := len(rec.changes)
+	rec.mu.Unlock()
+	if before == 0 {
+		t.Fatal("no transition reported before the removal")
+	}
+	m.Remove("a")
+	if err := p.Stop(t.Context(), "unloaded", false); err != nil {
+		t.Fatal(err)
+	}
+	if p.State() != provider.Cold {
+		t.Fatalf("state after the stop: %s", p.State())
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if after := rec.changes[before:]; len(after) != 0 {
+		t.Errorf("transitions reported after the removal: %v", after)
+	}
+	if !slices.Equal(rec.removed, []string{"a"}) {
+		t.Errorf("removed %v", rec.removed)
+	}
+}
+
 // TestStopIfUnwanted: a backend started for one purpose (a catalog
 // prefetch) is stopped afterwards only if nobody else asked for the
 // provider meanwhile; a warm or a call keeps it.

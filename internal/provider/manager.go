@@ -217,7 +217,7 @@ func (m *Manager) Probe(ctx context.Context, id string) error {
 	if err == nil {
 		p.syncQuarantine(ctx)
 	}
-	p.opts.Events.HealthChecked(p.id, err)
+	p.events().HealthChecked(p.id, err)
 	return err
 }
 
@@ -262,6 +262,7 @@ func (m *Manager) Remove(id string) (*Provider, bool) {
 		delete(m.providers, id)
 		delete(m.members, id)
 		m.resort()
+		p.removed.Store(true)
 		m.opts.Events.Removed(id)
 	}
 	return p, ok

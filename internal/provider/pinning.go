@@ -192,7 +192,7 @@ func (p *Provider) syncQuarantine(ctx context.Context) {
 	want := persistKey(q)
 	if want != p.toldQuarantine {
 		p.toldQuarantine = want
-		p.opts.Events.QuarantineChanged(p.id)
+		p.events().QuarantineChanged(p.id)
 	}
 	if qs == nil || want == p.savedQuarantine {
 		return

@@ -143,7 +143,12 @@ type Options struct {
 
 // Provider is one configured MCP server.
 type Provider struct {
-	id       string
+	id string
+	// removed is set when the manager unregisters the provider: from then
+	// on it reports nothing (events). Its stop comes after, and what
+	// it would report is about no registered server: the metrics would
+	// make again the series Removed dropped.
+	removed  atomic.Bool
 	spec     *config.Server
 	launcher Launcher
 	policy   *ToolPolicy
@@ -247,6 +252,15 @@ func (p *Provider) Spec() *config.Server { return p.spec }
 func (p *Provider) Policy() *ToolPolicy { return p.policy }
 
 // setState must be called with p.mu held.
+// events is where the provider reports: its Events until it is removed,
+// nothing after.
+func (p *Provider) events() Events {
+	if p.removed.Load() {
+		return NoEvents{}
+	}
+	return p.opts.Events
+}
+
 func (p *Provider) setState(to State) {
 	from := p.state
 	if from == to {
@@ -256,7 +270,7 @@ func (p *Provider) setState(to State) {
 		p.log.Error("state machine violation", "error", errIllegal(p.id, from, to))
 	}
 	p.state = to
-	p.opts.Events.StateChanged(p.id, from, to)
+	p.events().StateChanged(p.id, from, to)
 }
 
 // backoff returns the delay before restart attempt n (n ≥ 1): base, 2×base,
@@ -408,7 +422,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 
 	if r, ok := errors.AsType[Refusal](err); ok {
 		// The image gate refused the image: quarantined, not failed.
-		p.opts.Events.ColdStart(p.id, p.opts.Now().Sub(began), err)
+		p.events().ColdStart(p.id, p.opts.Now().Sub(began), err)
 		p.mu.Lock()
 		p.lastErr = p.refused(r)
 		p.setState(Cold)
@@ -439,7 +453,7 @@ func (p *Provider) start(done chan struct{}, prepCtx context.Context, abandon co
 		q = p.vetTools(ctx, tools)
 	}
 	took := p.opts.Now().Sub(began)
-	p.opts.Events.ColdStart(p.id, took, err)
+	p.events().ColdStart(p.id, took, err)
 
 	if err != nil {
 		stderr := ""
@@ -536,7 +550,7 @@ func (p *Provider) relist(inst *instance) {
 	p.syncQuarantine(ctx)
 	// What the provider serves changed: listeners (the front door) hear
 	// it as of a health check that read the tools again.
-	p.opts.Events.HealthChecked(p.id, nil)
+	p.events().HealthChecked(p.id, nil)
 }
 
 // TracksContainer reports whether id is one of the provider's
@@ -597,7 +611,7 @@ func (p *Provider) markExited(inst *instance) {
 	p.setState(Dead)
 	p.mu.Unlock()
 
-	p.opts.Events.BackendExited(p.id, exit, containsOOM(exit))
+	p.events().BackendExited(p.id, exit, containsOOM(exit))
 	p.log.Warn("backend exited", "exit", exit)
 }
 
@@ -721,7 +735,7 @@ func (p *Provider) Call(ctx context.Context, rq *call.Request, tool string, args
 		}
 	}
 	if err != nil {
-		p.opts.Events.CallDone(p.id, p.toolLabel(tool), KindOf(err), p.opts.Now().Sub(began))
+		p.events().CallDone(p.id, p.toolLabel(tool), KindOf(err), p.opts.Now().Sub(began))
 		return nil, err
 	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
@@ -754,7 +768,7 @@ func (p *Provider) Call(ctx context.Context, rq *call.Request, tool string, args
 	case res != nil && res.IsError:
 		outcome = KindToolError
 	}
-	p.opts.Events.CallDone(p.id, p.toolLabel(tool), outcome, now.Sub(began))
+	p.events().CallDone(p.id, p.toolLabel(tool), outcome, now.Sub(began))
 	return res, err
 }
 

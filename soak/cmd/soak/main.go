@@ -43,6 +43,9 @@ func main() {
 	o.Log = func(f string, a ...any) {
 		fmt.Fprintf(os.Stderr, "%s soak: %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(f, a...))
 	}
+	// Read before the run: the report then names what was built and run,
+	// and creating the report (RELIABILITY.md is tracked) is no change.
+	commit := soak.Commit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := soak.Run(ctx, o)
@@ -55,7 +58,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "soak: %v\n", ferr)
 		os.Exit(2)
 	}
-	rep.WriteMarkdown(f, soak.Machine(), soak.Commit())
+	rep.WriteMarkdown(f, soak.Machine(), commit)
 	if *notes != "" {
 		b, err := os.ReadFile(*notes)
 		if err != nil {

@@ -244,6 +244,7 @@ func (ld *load) install(ctx context.Context, k clientKind, name string) bool {
 func (ld *load) uninstall(ctx context.Context, k clientKind, name string) bool {
 	res, ok := ld.mgmt(ctx, k, "uninstall", "mcp/uninstall", map[string]any{"name": name})
 	if !ok || res["removed"] != true {
+		ld.led.ack(func(l *ledger) { l.uninstallSent[name] = time.Now() })
 		return false
 	}
 	ld.led.ack(func(l *ledger) { l.uninstalled[name] = time.Now() })

@@ -163,6 +163,9 @@ func (r *Report) WriteMarkdown(w io.Writer, machine, commit string) {
 	fmt.Fprintf(w, "| write | acknowledged | in the store |\n|---|---:|---:|\n")
 	fmt.Fprintf(w, "| installs (mcp/install, not uninstalled since) | %d | %d |\n", s.Installs, s.InstallsFound)
 	fmt.Fprintf(w, "| uninstalls (mcp/uninstall: the install gone) | %d | %d |\n", s.Uninstalls, s.UninstallsGone)
+	if s.UninstalledUnanswered > 0 {
+		fmt.Fprintf(w, "| installs uninstalled without an answer (gone, the uninstall audited) | %d | %d |\n", s.UninstalledUnanswered, s.UninstalledUnanswered)
+	}
 	fmt.Fprintf(w, "| approvals (hangar_approve: the decision) | %d | %d |\n", s.Approvals, s.ApprovalsFound)
 	fmt.Fprintf(w, "| hangar_call on hot-loaded servers (%d hot-loads): their audit entries | %d | %d |\n", s.HotLoads, s.HotCalls, s.HotCallsAudited)
 	fmt.Fprintf(w, "| audit entries of all the above (install, uninstall, approve, hot-loaded calls) | %d | %d |\n\n", s.AuditExpected, s.AuditFound)

@@ -41,14 +41,19 @@ type ledger struct {
 
 	installs    map[string]time.Time // acknowledged mcp/install, by server name
 	uninstalled map[string]time.Time // acknowledged mcp/uninstall
-	approvals   map[string]time.Time // acknowledged hangar_approve, by server
-	hotCalls    map[string]int       // acknowledged hangar_call on hot-loaded servers, by server
-	hotLoads    int
+	// uninstallSent are mcp/uninstall requests sent and not acknowledged
+	// (no answer, an error, or the load stopping under them): made or
+	// not, the store and the audit tell.
+	uninstallSent map[string]time.Time
+	approvals     map[string]time.Time // acknowledged hangar_approve, by server
+	hotCalls      map[string]int       // acknowledged hangar_call on hot-loaded servers, by server
+	hotLoads      int
 }
 
 func newLedger() *ledger {
 	return &ledger{examples: map[string]string{}, installs: map[string]time.Time{}, uninstalled: map[string]time.Time{},
-		approvals: map[string]time.Time{}, hotCalls: map[string]int{}}
+		uninstallSent: map[string]time.Time{},
+		approvals:     map[string]time.Time{}, hotCalls: map[string]int{}}
 }
 
 func (l *ledger) add(e event) {

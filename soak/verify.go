@@ -66,12 +66,15 @@ func readSample(ctx context.Context, url, token string) sample {
 type storeCheck struct {
 	Installs, InstallsFound    int // acknowledged, not uninstalled since
 	Uninstalls, UninstallsGone int
-	Approvals, ApprovalsFound  int
-	AuditExpected, AuditFound  int
-	HotCalls, HotCallsAudited  int
-	HotLoads                   int
-	Lost                       []string
-	Err                        error
+	// UninstalledUnanswered: installs whose uninstall got no answer,
+	// found removed, with the uninstall's audit entry.
+	UninstalledUnanswered     int
+	Approvals, ApprovalsFound int
+	AuditExpected, AuditFound int
+	HotCalls, HotCallsAudited int
+	HotLoads                  int
+	Lost                      []string
+	Err                       error
 }
 
 // checkStore reads the store after the run: every acknowledged install is
@@ -145,6 +148,12 @@ func checkStore(ctx context.Context, pgURL string, led *ledger) storeCheck {
 	for _, name := range sortedKeys(led.installs) {
 		auditHas("mcp/install||"+name, 1, "mcp/install "+name)
 		if _, gone := led.uninstalled[name]; gone {
+			continue
+		}
+		if _, sent := led.uninstallSent[name]; sent && !installs[name] && audit["mcp/uninstall||"+name] > 0 {
+			// Its uninstall was made, and audited, but the answer did
+			// not come back (the load stopped under it, a replica died).
+			c.UninstalledUnanswered++
 			continue
 		}
 		c.Installs++

@@ -288,8 +288,15 @@ func (s *Service) installOne(ctx context.Context, who auth.Identity, name string
 func (s *Service) audit(ctx context.Context, who auth.Identity, server, action, outcome string) {
 	e := store.AuditEntry{At: time.Now().UTC(), Server: server, Identity: who.Name, Action: action, Allowed: true,
 		Reason: "hangar:admin", Outcome: outcome}
-	if err := s.Store.AppendAudit(ctx, e); err != nil {
-		s.Log.Warn("audit not written", "mcp_server", server, "action", action, "error", err)
+	s.appendAudit(ctx, e)
+}
+
+// appendAudit writes e. What it records has happened (a change made, a
+// refusal given): it is written even when the caller has gone meanwhile
+// and its request's context is cancelled.
+func (s *Service) appendAudit(ctx context.Context, e store.AuditEntry) {
+	if err := s.Store.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+		s.Log.Warn("audit not written", "mcp_server", e.Server, "action", e.Action, "error", err)
 	}
 }
 

@@ -13,6 +13,10 @@ import (
 // MemStore is an in-memory Store for tests, which also lists the
 // keystore's refs.
 type MemStore struct {
+	// AfterDelete, when set, runs after an install is deleted (a test's
+	// hook: the caller goes away mid-request).
+	AfterDelete func()
+
 	mu       sync.Mutex
 	installs map[string]store.Install
 	secrets  map[string][]byte
@@ -52,6 +56,9 @@ func (m *MemStore) PutInstall(_ context.Context, in store.Install) error {
 func (m *MemStore) DeleteInstall(_ context.Context, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.AfterDelete != nil {
+		defer m.AfterDelete()
+	}
 	delete(m.installs, name)
 	return nil
 }
@@ -139,7 +146,10 @@ func (m *MemStore) NextSnapshotVersion(context.Context) (uint64, error) {
 const auditPerServer = 200
 
 // AppendAudit implements store.Audit.
-func (m *MemStore) AppendAudit(_ context.Context, e store.AuditEntry) error {
+func (m *MemStore) AppendAudit(ctx context.Context, e store.AuditEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err // as the SQL stores: a cancelled context writes nothing
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e.ID = int64(len(m.audit) + 1)

@@ -156,9 +156,7 @@ func targetOf(params json.RawMessage) string {
 func (s *Service) auditRefusal(ctx context.Context, who auth.Identity, server, action string, e *auth.Error) {
 	entry := store.AuditEntry{At: time.Now().UTC(), Server: server, Identity: who.Name, Action: action, Allowed: false,
 		Reason: audit.ForbiddenReason(e), Outcome: audit.OutcomeDenied}
-	if err := s.Store.AppendAudit(ctx, entry); err != nil {
-		s.Log.Warn("audit not written", "mcp_server", server, "action", action, "error", err)
-	}
+	s.appendAudit(ctx, entry)
 }
 
 // maxRequestBytes bounds a management request (config_json included).

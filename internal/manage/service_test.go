@@ -309,6 +309,31 @@ func TestUninstall(t *testing.T) {
 	}
 }
 
+// TestUninstallAuditedWhenTheCallerLeaves: an uninstall made is audited
+// even when its caller went away during it (the request's context
+// cancelled after the install was deleted); the soak counted such an
+// uninstall as a lost install, and its audit entry was missing too.
+func TestUninstallAuditedWhenTheCallerLeaves(t *testing.T) {
+	t.Parallel()
+	st := manage.NewMemStore()
+	h := newHarness(t, harnessOpts{store: st})
+	h.install(`{"mcpServers": {"svc": {"url": "http://h/mcp"}}}`, nil)
+	ctx, cancel := context.WithCancel(auth.WithIdentity(context.Background(),
+		auth.Identity{Name: "admin", Scopes: []string{auth.ScopeAdmin}}))
+	defer cancel()
+	st.AfterDelete = cancel
+	if _, err := h.Svc.Uninstall(ctx, manage.NameParams{Name: "svc"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := st.RecentAudit(context.Background(), "svc", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 || entries[0].Action != "mcp/uninstall" || entries[0].Outcome != "removed" {
+		t.Fatalf("audit of svc, newest first: %+v; want the uninstall first", entries)
+	}
+}
+
 func TestListEverySourceFilteredByIdentity(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{servers: []*config.Server{fromConfig("cfgsrv"), fromConfig("mine-cfg")}})

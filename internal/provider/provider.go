@@ -251,7 +251,6 @@ func (p *Provider) Spec() *config.Server { return p.spec }
 // Policy is the tool access policy.
 func (p *Provider) Policy() *ToolPolicy { return p.policy }
 
-// setState must be called with p.mu held.
 // events is where the provider reports: its Events until it is removed,
 // nothing after.
 func (p *Provider) events() Events {
@@ -261,6 +260,7 @@ func (p *Provider) events() Events {
 	return p.opts.Events
 }
 
+// setState must be called with p.mu held.
 func (p *Provider) setState(to State) {
 	from := p.state
 	if from == to {

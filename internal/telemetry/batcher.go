@@ -93,7 +93,11 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	b.mu.Lock()
-	if b.stopped || len(b.queue) >= b.o.maxQueue {
+	if b.stopped {
+		b.mu.Unlock()
+		return // after Shutdown: nothing will export it, nor report it
+	}
+	if len(b.queue) >= b.o.maxQueue {
 		b.dropped++
 		b.mu.Unlock()
 		return
